@@ -1,0 +1,48 @@
+package overlay
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"math/bits"
+)
+
+// NodeID names a node. Under libp2p it is the peer ID's bytes; in the simulator a short label.
+type NodeID string
+
+// MVec is a node's membership vector: 64 random bits, read from the most significant bit. The
+// level-ℓ ring holds the nodes whose vectors share their first ℓ bits.
+type MVec uint64
+
+// MaxLevel bounds the skip graph's height: a membership vector has no more bits.
+const MaxLevel = 64
+
+// MVecFor derives the membership vector from a node's identity, so that it survives restarts and
+// migrations.
+func MVecFor(id NodeID) MVec {
+	sum := sha256.Sum256([]byte(id))
+	return MVec(binary.BigEndian.Uint64(sum[:8]))
+}
+
+// CommonPrefix returns how many leading bits a and b share (64 when equal).
+func CommonPrefix(a, b MVec) int {
+	return bits.LeadingZeros64(uint64(a ^ b))
+}
+
+// SameRing reports whether a and b meet on the level-ℓ ring.
+func SameRing(a, b MVec, level int) bool {
+	return CommonPrefix(a, b) >= level
+}
+
+// Peer describes a node as others know it: identity, the start of its range, the version of that
+// start (raised at every handoff that moves it, so fresher news wins), its membership vector and,
+// under libp2p, its listen addresses.
+type Peer struct {
+	ID      NodeID
+	Start   Key
+	Version uint64
+	MVec    MVec
+	Addrs   [][]byte
+}
+
+// IsZero reports whether p names no node.
+func (p Peer) IsZero() bool { return p.ID == "" }

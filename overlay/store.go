@@ -1,0 +1,28 @@
+package overlay
+
+// Item is one key with its value.
+type Item struct {
+	Key   Key
+	Value []byte
+}
+
+// Store is the ordered key-value store a node keeps its items in. Implementations: an in-memory
+// B-tree and Pebble (node/store). Iteration over a Range follows the circle: a wrapping range is
+// visited from its Start up to the largest key, then from the smallest key up to its End.
+type Store interface {
+	Get(k Key) (value []byte, found bool, err error)
+	Put(k Key, value []byte) error
+	Delete(k Key) error
+	// PutBatch writes items atomically; sync asks for durability before returning (handoff
+	// boundaries).
+	PutBatch(items []Item, sync bool) error
+	// DeleteRange removes every key in r.
+	DeleteRange(r Range) error
+	// Ascend calls fn for each item in r in circular order until fn returns false.
+	Ascend(r Range, fn func(k Key, value []byte) bool) error
+	// Count returns the number of keys in r.
+	Count(r Range) (int, error)
+	// Len returns the number of keys stored.
+	Len() int
+	Close() error
+}

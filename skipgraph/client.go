@@ -1,0 +1,328 @@
+package skipgraph
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/skiprange/skiprange/overlay"
+	"github.com/skiprange/skiprange/overlay/pb"
+)
+
+// request is a client request started at this node and not yet answered.
+type request struct {
+	id       uint64
+	kind     overlay.ResultKind
+	op       pb.Op
+	key      overlay.Key
+	attempt  int
+	deadline time.Time
+	issue    func() // sends the request (again, on retry)
+}
+
+// Get starts an exact-match read of key and returns the request id its Result will carry.
+func (n *Node) Get(key overlay.Key) uint64 { return n.lookup(pb.Op_OP_GET, key, nil) }
+
+// Put starts a write of key.
+func (n *Node) Put(key overlay.Key, value []byte) uint64 { return n.lookup(pb.Op_OP_PUT, key, value) }
+
+// Delete starts a delete of key.
+func (n *Node) Delete(key overlay.Key) uint64 { return n.lookup(pb.Op_OP_DELETE, key, nil) }
+
+// Find starts a search for the owner of key.
+func (n *Node) Find(key overlay.Key) uint64 { return n.lookup(pb.Op_OP_FIND, key, nil) }
+
+// Scan starts a range query over [start, end) on the circle (start == end: the whole circle),
+// returning at most limitKeys items and about limitBytes bytes (0: no limit).
+func (n *Node) Scan(start, end overlay.Key, limitKeys int, limitBytes int) uint64 {
+	id := n.newReqID()
+	req := &request{id: id, kind: overlay.ResultRange, key: start}
+	if err := n.checkKey(start); err != nil {
+		n.failNow(req, pb.Status_STATUS_INVALID, err)
+		return id
+	}
+	if err := n.checkKey(end); err != nil {
+		n.failNow(req, pb.Status_STATUS_INVALID, err)
+		return id
+	}
+	if limitKeys < 0 || limitBytes < 0 || limitKeys > n.cfg.MaxItemsPerMessage {
+		n.failNow(req, pb.Status_STATUS_INVALID, fmt.Errorf("scan limits must be in [0, %d] keys and >= 0 bytes", n.cfg.MaxItemsPerMessage))
+		return id
+	}
+	if limitKeys == 0 {
+		limitKeys = n.cfg.MaxItemsPerMessage
+	}
+	req.issue = func() {
+		n.onRangeQuery(&pb.RangeQuery{
+			ReqId: id, Origin: n.selfRef, Route: &pb.Route{Key: []byte(start)},
+			Start: []byte(start), End: []byte(end), LimitKeys: uint32(limitKeys), LimitBytes: uint64(limitBytes),
+		})
+	}
+	n.startRequest(req)
+	return id
+}
+
+// PutBatch starts a write of many items: it travels to the owner of the smallest key and walks
+// clockwise, each node storing its share. Bulk loads use it.
+func (n *Node) PutBatch(items []overlay.Item) uint64 {
+	id := n.newReqID()
+	req := &request{id: id, kind: overlay.ResultBatchPut}
+	if len(items) == 0 || len(items) > n.cfg.MaxItemsPerMessage {
+		n.failNow(req, pb.Status_STATUS_INVALID, fmt.Errorf("a batch holds 1 to %d items, not %d", n.cfg.MaxItemsPerMessage, len(items)))
+		return id
+	}
+	for _, it := range items {
+		if err := n.checkItem(it.Key, it.Value); err != nil {
+			n.failNow(req, pb.Status_STATUS_INVALID, err)
+			return id
+		}
+	}
+	sorted := append([]overlay.Item(nil), items...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Key < sorted[j].Key })
+	req.key = sorted[0].Key
+	req.issue = func() {
+		n.onBatchPut(&pb.BatchPut{
+			ReqId: id, Origin: n.selfRef, Route: &pb.Route{Key: []byte(sorted[0].Key)},
+			Items: overlay.ItemsToPB(sorted),
+		})
+	}
+	n.startRequest(req)
+	return id
+}
+
+func (n *Node) lookup(op pb.Op, key overlay.Key, value []byte) uint64 {
+	id := n.newReqID()
+	req := &request{id: id, kind: overlay.ResultLookup, op: op, key: key}
+	if err := n.checkItem(key, value); err != nil {
+		n.failNow(req, pb.Status_STATUS_INVALID, err)
+		return id
+	}
+	req.issue = func() {
+		n.onLookup(&pb.Lookup{ReqId: id, Origin: n.selfRef, Route: &pb.Route{Key: []byte(key)}, Op: op, Value: value})
+	}
+	n.startRequest(req)
+	return id
+}
+
+func (n *Node) newReqID() uint64 {
+	n.nextReq++
+	return n.nextReq
+}
+
+func (n *Node) checkKey(k overlay.Key) error {
+	if len(k) > n.cfg.MaxKeyLen {
+		return fmt.Errorf("key of %d bytes exceeds the limit of %d", len(k), n.cfg.MaxKeyLen)
+	}
+	return nil
+}
+
+func (n *Node) checkItem(k overlay.Key, v []byte) error {
+	if err := n.checkKey(k); err != nil {
+		return err
+	}
+	if len(v) > n.cfg.MaxValueLen {
+		return fmt.Errorf("value of %d bytes exceeds the limit of %d", len(v), n.cfg.MaxValueLen)
+	}
+	return nil
+}
+
+func (n *Node) failNow(req *request, status pb.Status, err error) {
+	n.env.Complete(overlay.Result{ReqID: req.id, Kind: req.kind, Op: req.op, Key: req.key, Status: status, Err: err.Error()})
+}
+
+func (n *Node) startRequest(req *request) {
+	if !n.Owns() && n.state != StateLeft {
+		n.failNow(req, pb.Status_STATUS_ERROR, fmt.Errorf("node %s is %s, not part of the overlay", n.self.ID, n.state))
+		return
+	}
+	n.pending[req.id] = req
+	n.attempt(req)
+}
+
+func (n *Node) attempt(req *request) {
+	req.attempt++
+	req.deadline = n.env.Now().Add(n.cfg.RequestTimeout)
+	n.env.SetTimer(n.cfg.RequestTimeout, overlay.Timer{Kind: timerRequest, ID: req.id})
+	req.issue()
+}
+
+func (n *Node) onRequestTimeout(id uint64) {
+	req := n.pending[id]
+	if req == nil || n.env.Now().Before(req.deadline) {
+		return
+	}
+	if req.attempt < n.cfg.RequestAttempts {
+		n.attempt(req)
+		return
+	}
+	delete(n.pending, id)
+	n.failNow(req, pb.Status_STATUS_ERROR, fmt.Errorf("no answer after %d attempts of %s", req.attempt, n.cfg.RequestTimeout))
+}
+
+// finish completes a pending request with r, once.
+func (n *Node) finish(r overlay.Result) {
+	req := n.pending[r.ReqID]
+	if req == nil {
+		return
+	}
+	delete(n.pending, r.ReqID)
+	r.Kind, r.Op, r.Key = req.kind, req.op, req.key
+	n.env.Complete(r)
+}
+
+// replyTo sends m to the origin of a request, or handles it here when the origin is this node.
+func (n *Node) replyTo(origin *pb.NodeRef, m *pb.Envelope) {
+	if overlay.NodeID(origin.Id) == n.self.ID {
+		m.From = n.selfRef
+		n.Handle(n.self.ID, m)
+		return
+	}
+	n.send(overlay.NodeID(origin.Id), m)
+}
+
+func (n *Node) onLookup(m *pb.Lookup) {
+	drop := func(st pb.Status) {
+		n.replyTo(m.Origin, &pb.Envelope{Body: &pb.Envelope_LookupReply{LookupReply: &pb.LookupReply{
+			ReqId: m.ReqId, Status: st, Hops: m.Route.Hops, Error: "no route to the owner",
+		}}})
+	}
+	if !n.route(&pb.Envelope{Body: &pb.Envelope_Lookup{Lookup: m}}, m.Route, drop) {
+		return
+	}
+	key := overlay.Key(m.Route.Key)
+	reply := &pb.LookupReply{ReqId: m.ReqId, Owner: n.selfRef, Hops: m.Route.Hops}
+	var err error
+	switch m.Op {
+	case pb.Op_OP_GET:
+		var found bool
+		reply.Value, found, err = n.store.Get(key)
+		if !found {
+			reply.Status = pb.Status_STATUS_NOT_FOUND
+		}
+	case pb.Op_OP_PUT:
+		if err = n.store.Put(key, m.Value); err == nil {
+			n.forwardWrite(overlay.Item{Key: key, Value: m.Value}, false)
+		}
+	case pb.Op_OP_DELETE:
+		if err = n.store.Delete(key); err == nil {
+			n.forwardWrite(overlay.Item{Key: key}, true)
+		}
+	case pb.Op_OP_FIND:
+	default:
+		reply.Status, reply.Error = pb.Status_STATUS_INVALID, fmt.Sprintf("unknown operation %v", m.Op)
+	}
+	if err != nil {
+		reply.Status, reply.Error = pb.Status_STATUS_ERROR, err.Error()
+	}
+	n.replyTo(m.Origin, &pb.Envelope{Body: &pb.Envelope_LookupReply{LookupReply: reply}})
+}
+
+func (n *Node) onLookupReply(r *pb.LookupReply) {
+	n.finish(overlay.Result{
+		ReqID: r.ReqId, Status: r.Status, Value: r.Value, Owner: overlay.NodeID(r.GetOwner().GetId()),
+		Hops: int(r.Hops), Err: r.Error,
+	})
+}
+
+func (n *Node) onRangeQuery(q *pb.RangeQuery) {
+	drop := func(st pb.Status) {
+		n.replyTo(q.Origin, &pb.Envelope{Body: &pb.Envelope_RangeReply{RangeReply: &pb.RangeReply{
+			ReqId: q.ReqId, Status: st, Hops: q.Route.Hops, Items: q.Items, ServedBy: q.ServedBy,
+			Continuation: q.Route.Key, More: true,
+		}}})
+	}
+	if !n.route(&pb.Envelope{Body: &pb.Envelope_RangeQuery{RangeQuery: q}}, q.Route, drop) {
+		return
+	}
+	cursor, qEnd, mine := overlay.Key(q.Route.Key), overlay.Key(q.End), n.Range()
+	stop, last := mine.End, false
+	if mine.IsFull() || overlay.Between(cursor, qEnd, mine.End) {
+		stop, last = qEnd, true
+	}
+	q.ServedBy = append(q.ServedBy, []byte(n.self.ID))
+	var more bool
+	var cont overlay.Key
+	err := n.store.Ascend(overlay.Range{Start: cursor, End: stop}, func(k overlay.Key, v []byte) bool {
+		size := uint64(len(k) + len(v))
+		if len(q.Items) >= int(q.LimitKeys) || (q.LimitBytes > 0 && len(q.Items) > 0 && q.Bytes+size > q.LimitBytes) {
+			more, cont = true, k
+			return false
+		}
+		q.Items = append(q.Items, &pb.Item{Key: []byte(k), Value: v})
+		q.Bytes += size
+		return true
+	})
+	if err != nil || more || last {
+		reply := &pb.RangeReply{ReqId: q.ReqId, Items: q.Items, ServedBy: q.ServedBy, Hops: q.Route.Hops, More: more}
+		if more {
+			reply.Continuation = []byte(cont)
+		}
+		if err != nil {
+			reply.Status, reply.More, reply.Continuation = pb.Status_STATUS_ERROR, true, []byte(cursor)
+		}
+		n.replyTo(q.Origin, &pb.Envelope{Body: &pb.Envelope_RangeReply{RangeReply: reply}})
+		return
+	}
+	// Walk on clockwise: the rest starts where this range ends.
+	q.Walking = true
+	q.Route.Key = []byte(mine.End)
+	q.Route.PrevStart, q.Route.HasPrev, q.Route.WalkCcw = []byte(n.self.Start), true, false
+	q.Route.Hops++
+	n.send(n.levels[0].succ.ID, &pb.Envelope{Body: &pb.Envelope_RangeQuery{RangeQuery: q}})
+}
+
+func (n *Node) onRangeReply(r *pb.RangeReply) {
+	served := make([]overlay.NodeID, len(r.ServedBy))
+	for i, id := range r.ServedBy {
+		served[i] = overlay.NodeID(id)
+	}
+	n.finish(overlay.Result{
+		ReqID: r.ReqId, Status: r.Status, Items: overlay.ItemsFromPB(r.Items), ServedBy: served,
+		Continuation: overlay.Key(r.Continuation), More: r.More, Hops: int(r.Hops),
+	})
+}
+
+func (n *Node) onBatchPut(b *pb.BatchPut) {
+	drop := func(st pb.Status) {
+		n.replyTo(b.Origin, &pb.Envelope{Body: &pb.Envelope_BatchPutReply{BatchPutReply: &pb.BatchPutReply{
+			ReqId: b.ReqId, Status: st, Stored: b.Stored, Hops: b.Route.Hops,
+		}}})
+	}
+	if !n.route(&pb.Envelope{Body: &pb.Envelope_BatchPut{BatchPut: b}}, b.Route, drop) {
+		return
+	}
+	mine, rest := n.Range(), b.Items[:0]
+	var local []overlay.Item
+	for _, it := range b.Items {
+		if mine.Contains(overlay.Key(it.Key)) {
+			local = append(local, overlay.Item{Key: overlay.Key(it.Key), Value: it.Value})
+		} else {
+			rest = append(rest, it)
+		}
+	}
+	if err := n.store.PutBatch(local, false); err != nil {
+		n.replyTo(b.Origin, &pb.Envelope{Body: &pb.Envelope_BatchPutReply{BatchPutReply: &pb.BatchPutReply{
+			ReqId: b.ReqId, Status: pb.Status_STATUS_ERROR, Stored: b.Stored, Hops: b.Route.Hops,
+		}}})
+		return
+	}
+	for _, it := range local {
+		n.forwardWrite(it, false)
+	}
+	b.Stored += uint32(len(local))
+	b.Items = rest
+	if len(rest) == 0 {
+		n.replyTo(b.Origin, &pb.Envelope{Body: &pb.Envelope_BatchPutReply{BatchPutReply: &pb.BatchPutReply{
+			ReqId: b.ReqId, Stored: b.Stored, Hops: b.Route.Hops,
+		}}})
+		return
+	}
+	b.Walking = true
+	b.Route.Key = rest[0].Key
+	b.Route.HasPrev, b.Route.WalkCcw = false, false
+	n.onBatchPut(b)
+}
+
+func (n *Node) onBatchPutReply(r *pb.BatchPutReply) {
+	n.finish(overlay.Result{ReqID: r.ReqId, Status: r.Status, Stored: int(r.Stored), Hops: int(r.Hops)})
+}

@@ -1,0 +1,351 @@
+package skipgraph
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/skiprange/skiprange/overlay"
+	"github.com/skiprange/skiprange/overlay/pb"
+)
+
+// A handoff moves a piece of range with its items from a giver to a receiver (SPEC §4):
+//
+//	giver                                   receiver
+//	Handoff chunks 0..k (last marks k)  →   persists them in order
+//	late chunks k+1.. for writes that   →   (writes to the piece while it streams)
+//	arrived meanwhile
+//	                                    ←   HandoffAck(upto): all chunks through upto persisted
+//	flip when upto covers every chunk sent: ownership moves
+//	HandoffCommit(chunks), repeated     →   applies the piece once all chunks are in
+//	                                    ←   HandoffCommitAck
+//	deletes its copy
+//
+// Before the flip either side may abort; the giver then still owns everything and the receiver
+// discards what it got. A receiver that acknowledged waits for the verdict and asks for it again.
+
+// outXfer is a handoff this node gives.
+type outXfer struct {
+	id       uint64
+	kind     pb.HandoffKind
+	to       overlay.Peer
+	piece    overlay.Range
+	sent     uint32 // chunks sent so far
+	items    int
+	flipped  bool
+	deadline time.Time
+	retries  int
+	// onFlip applies the kind-specific change of ownership and links at the giver.
+	onFlip func()
+	// onDone runs after the receiver confirmed the commit (or the giver gave up asking).
+	onDone func()
+	// onAbort runs when the handoff aborts before the flip.
+	onAbort func(reason string)
+}
+
+// inXfer is a handoff this node receives.
+type inXfer struct {
+	id       uint64
+	kind     pb.HandoffKind
+	from     overlay.Peer
+	piece    overlay.Range
+	succ     overlay.Peer
+	succList []overlay.Peer
+	early    map[uint32]*pb.Handoff // chunks that arrived ahead of their turn
+	next     uint32                 // next chunk to apply
+	lastSeen bool                   // the chunk marked last has been applied
+	acked    bool
+	commit   int // chunk count announced by the commit, -1 before it
+	deadline time.Time
+	retries  int
+}
+
+const maxCommitRetries = 8
+
+// give starts a handoff of piece to peer to. The caller has checked that this node is not busy.
+func (n *Node) give(kind pb.HandoffKind, to overlay.Peer, piece overlay.Range, succ overlay.Peer, succList []overlay.Peer) (*outXfer, error) {
+	x := &outXfer{id: n.env.Rand().Uint64(), kind: kind, to: to, piece: piece}
+	var chunk []overlay.Item
+	var chunks [][]overlay.Item
+	err := n.store.Ascend(piece, func(k overlay.Key, v []byte) bool {
+		chunk = append(chunk, overlay.Item{Key: k, Value: v})
+		if len(chunk) == n.cfg.ChunkItems {
+			chunks = append(chunks, chunk)
+			chunk = nil
+		}
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read piece %s: %w", piece, err)
+	}
+	if len(chunk) > 0 || len(chunks) == 0 {
+		chunks = append(chunks, chunk)
+	}
+	n.out = x
+	for i, c := range chunks {
+		h := &pb.Handoff{
+			XferId: x.id, Kind: kind, Start: []byte(piece.Start), End: []byte(piece.End),
+			Items: overlay.ItemsToPB(c), Seq: uint32(i), Last: i == len(chunks)-1,
+		}
+		if i == 0 {
+			h.Succ = succ.ToPB()
+			for _, p := range succList {
+				h.SuccList = append(h.SuccList, p.ToPB())
+			}
+		}
+		x.items += len(c)
+		n.send(to.ID, &pb.Envelope{Body: &pb.Envelope_Handoff{Handoff: h}})
+	}
+	x.sent = uint32(len(chunks))
+	x.deadline = n.env.Now().Add(n.cfg.HandoffLease)
+	n.env.SetTimer(n.cfg.HandoffLease, overlay.Timer{Kind: timerOut, ID: x.id})
+	return x, nil
+}
+
+// forwardWrite sends a write that landed in a piece being handed over to the receiver, so that
+// its copy ends identical.
+func (n *Node) forwardWrite(it overlay.Item, deleted bool) {
+	x := n.out
+	if x == nil || x.flipped || !x.piece.Contains(it.Key) {
+		return
+	}
+	h := &pb.Handoff{XferId: x.id, Kind: x.kind, Start: []byte(x.piece.Start), End: []byte(x.piece.End), Seq: x.sent}
+	if deleted {
+		h.Deletes = [][]byte{[]byte(it.Key)}
+	} else {
+		h.Items = []*pb.Item{{Key: []byte(it.Key), Value: it.Value}}
+	}
+	x.sent++
+	n.send(x.to.ID, &pb.Envelope{Body: &pb.Envelope_Handoff{Handoff: h}})
+}
+
+func (n *Node) onHandoffAck(from overlay.Peer, a *pb.HandoffAck) {
+	x := n.out
+	if x == nil || x.id != a.XferId || x.to.ID != from.ID || x.flipped || a.Upto+1 != x.sent {
+		return
+	}
+	x.flipped = true
+	n.Stats.HandoffsOut++
+	n.Stats.ItemsOut += x.items
+	x.onFlip()
+	n.sendCommit(x)
+}
+
+func (n *Node) sendCommit(x *outXfer) {
+	n.send(x.to.ID, &pb.Envelope{Body: &pb.Envelope_HandoffCommit{HandoffCommit: &pb.HandoffCommit{XferId: x.id, Chunks: x.sent}}})
+	n.env.SetTimer(n.cfg.HandoffRetry, overlay.Timer{Kind: timerOut, ID: x.id})
+}
+
+func (n *Node) onHandoffCommitAck(from overlay.Peer, a *pb.HandoffCommitAck) {
+	x := n.out
+	if x == nil || x.id != a.XferId || !x.flipped {
+		return
+	}
+	n.finishOut(x)
+}
+
+func (n *Node) finishOut(x *outXfer) {
+	n.out = nil
+	if err := n.store.DeleteRange(x.piece); err != nil {
+		n.env.Logger().Warn("delete handed-over piece")
+	}
+	if x.onDone != nil {
+		x.onDone()
+	}
+}
+
+func (n *Node) onOutTimer(id uint64) {
+	x := n.out
+	if x == nil || x.id != id {
+		return
+	}
+	if x.flipped {
+		x.retries++
+		if x.retries > maxCommitRetries {
+			// The receiver is gone. Keep the copy: if its range falls back to this node, the
+			// items are still here.
+			n.out = nil
+			if x.onDone != nil {
+				x.onDone()
+			}
+			return
+		}
+		n.sendCommit(x)
+		return
+	}
+	if n.env.Now().Before(x.deadline) {
+		return
+	}
+	n.send(x.to.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: x.id, Reason: "lease expired"}}})
+	n.abortOut(x, "lease expired")
+}
+
+func (n *Node) abortOut(x *outXfer, reason string) {
+	n.out = nil
+	n.Stats.Aborts++
+	if x.onAbort != nil {
+		x.onAbort(reason)
+	}
+}
+
+// onHandoff receives one chunk.
+func (n *Node) onHandoff(from overlay.Peer, h *pb.Handoff) {
+	x := n.in
+	if x == nil {
+		piece := overlay.Range{Start: overlay.Key(h.Start), End: overlay.Key(h.End)}
+		if reason := n.refuseIncoming(h.Kind, from, piece); reason != "" {
+			n.send(from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: h.XferId, Reason: reason}}})
+			return
+		}
+		x = &inXfer{id: h.XferId, kind: h.Kind, from: from, piece: piece, early: map[uint32]*pb.Handoff{}, commit: -1}
+		x.deadline = n.env.Now().Add(n.cfg.HandoffLease)
+		n.in = x
+		n.env.SetTimer(n.cfg.HandoffLease, overlay.Timer{Kind: timerIn, ID: x.id})
+	}
+	if x.id != h.XferId {
+		n.send(from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: h.XferId, Reason: "busy with another handoff"}}})
+		return
+	}
+	if h.Seq < x.next {
+		return // duplicate
+	}
+	x.early[h.Seq] = h
+	for {
+		c := x.early[x.next]
+		if c == nil {
+			break
+		}
+		delete(x.early, x.next)
+		if err := n.applyChunk(x, c); err != nil {
+			n.env.Logger().Warn("persist handoff chunk failed; aborting")
+			n.send(from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: x.id, Reason: "receiver cannot persist"}}})
+			n.discardIn(x)
+			return
+		}
+		x.next++
+	}
+	if x.lastSeen {
+		x.acked = true
+		n.send(from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAck{HandoffAck: &pb.HandoffAck{XferId: x.id, Upto: x.next - 1}}})
+	}
+	if x.commit >= 0 && int(x.next) >= x.commit {
+		n.commitIn(x)
+	}
+}
+
+func (n *Node) applyChunk(x *inXfer, c *pb.Handoff) error {
+	if c.Seq == 0 {
+		x.succ = overlay.PeerFromPB(c.Succ)
+		x.succList = x.succList[:0]
+		for _, p := range c.SuccList {
+			x.succList = append(x.succList, overlay.PeerFromPB(p))
+		}
+	}
+	if c.Last {
+		x.lastSeen = true
+	}
+	if err := n.store.PutBatch(overlay.ItemsFromPB(c.Items), c.Last); err != nil {
+		return err
+	}
+	for _, k := range c.Deletes {
+		if err := n.store.Delete(overlay.Key(k)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refuseIncoming says why this node cannot take a piece now ("" when it can).
+func (n *Node) refuseIncoming(kind pb.HandoffKind, from overlay.Peer, piece overlay.Range) string {
+	switch kind {
+	case pb.HandoffKind_HANDOFF_JOIN:
+		if n.state != StateJoining {
+			return "not joining"
+		}
+	case pb.HandoffKind_HANDOFF_LEAVE:
+		switch {
+		case n.state != StateActive:
+			return "receiver is " + n.state.String()
+		case n.Busy():
+			return "receiver busy"
+		case n.levels[0].succ.ID != from.ID || piece.Start != n.end():
+			return "not adjacent"
+		}
+	default:
+		return "unsupported handoff kind"
+	}
+	return ""
+}
+
+func (n *Node) onHandoffCommit(from overlay.Peer, c *pb.HandoffCommit) {
+	x := n.in
+	if x == nil || x.id != c.XferId {
+		// Already committed (a repeated commit whose ack was lost): confirm again.
+		n.send(from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffCommitAck{HandoffCommitAck: &pb.HandoffCommitAck{XferId: c.XferId}}})
+		return
+	}
+	x.commit = int(c.Chunks)
+	if int(x.next) >= x.commit {
+		n.commitIn(x)
+	}
+}
+
+func (n *Node) commitIn(x *inXfer) {
+	n.in = nil
+	n.Stats.HandoffsIn++
+	n.send(x.from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffCommitAck{HandoffCommitAck: &pb.HandoffCommitAck{XferId: x.id}}})
+	switch x.kind {
+	case pb.HandoffKind_HANDOFF_JOIN:
+		n.joined(x)
+	case pb.HandoffKind_HANDOFF_LEAVE:
+		n.tookOverLeaver(x)
+	}
+	n.releaseHeld()
+}
+
+func (n *Node) onHandoffAbort(from overlay.Peer, a *pb.HandoffAbort) {
+	if x := n.out; x != nil && x.id == a.XferId && x.to.ID == from.ID && !x.flipped {
+		n.abortOut(x, a.Reason)
+		return
+	}
+	if x := n.in; x != nil && x.id == a.XferId && x.from.ID == from.ID {
+		n.discardIn(x)
+	}
+}
+
+// discardIn drops an incoming piece that will not commit.
+func (n *Node) discardIn(x *inXfer) {
+	n.in = nil
+	n.Stats.Aborts++
+	if err := n.store.DeleteRange(x.piece); err != nil {
+		n.env.Logger().Warn("discard aborted piece")
+	}
+	if x.kind == pb.HandoffKind_HANDOFF_JOIN && n.state == StateJoining {
+		n.retryJoinLater()
+	}
+	n.releaseHeld()
+}
+
+func (n *Node) onInTimer(id uint64) {
+	x := n.in
+	if x == nil || x.id != id {
+		return
+	}
+	if !x.acked {
+		if n.env.Now().Before(x.deadline) {
+			return
+		}
+		n.send(x.from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: x.id, Reason: "lease expired"}}})
+		n.discardIn(x)
+		return
+	}
+	// Acknowledged: the giver may have flipped. Ask again rather than discard.
+	x.retries++
+	if x.retries > maxCommitRetries {
+		n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.from.ID, Range: x.piece,
+			Detail: "giver never confirmed an acknowledged handoff; piece discarded"})
+		n.discardIn(x)
+		return
+	}
+	n.send(x.from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAck{HandoffAck: &pb.HandoffAck{XferId: x.id, Upto: x.next - 1}}})
+	n.env.SetTimer(n.cfg.HandoffRetry, overlay.Timer{Kind: timerIn, ID: x.id})
+}

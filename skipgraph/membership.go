@@ -1,0 +1,291 @@
+package skipgraph
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/skiprange/skiprange/overlay"
+	"github.com/skiprange/skiprange/overlay/pb"
+)
+
+type joinState struct {
+	introducer overlay.NodeID
+	position   overlay.Key
+	seq        uint64 // identifies the current attempt's timer
+	attempts   int
+	// climb is the level being linked after the join (0: not climbing).
+	climb       int
+	climbSentAt time.Time
+}
+
+type leaveState struct {
+	handedTo overlay.NodeID
+	attempts int
+}
+
+// Join asks introducer (any node of the overlay) to place this node next to the owner of
+// position; the owner hands over the upper part of its range carrying half its items.
+func (n *Node) Join(introducer overlay.NodeID, position overlay.Key) error {
+	if n.state != StateNew {
+		return fmt.Errorf("join: node is %s", n.state)
+	}
+	if introducer == n.self.ID {
+		return fmt.Errorf("join: a node cannot introduce itself")
+	}
+	if err := n.checkKey(position); err != nil {
+		return fmt.Errorf("join position: %w", err)
+	}
+	n.state = StateJoining
+	n.join.introducer, n.join.position = introducer, position
+	n.sendJoin()
+	return nil
+}
+
+func (n *Node) sendJoin() {
+	n.join.seq++
+	n.join.attempts++
+	n.send(n.join.introducer, &pb.Envelope{Body: &pb.Envelope_JoinRequest{JoinRequest: &pb.JoinRequest{
+		Joiner: n.selfRef, Route: &pb.Route{Key: []byte(n.join.position)},
+	}}})
+	n.env.SetTimer(n.cfg.JoinTimeout, overlay.Timer{Kind: timerJoin, ID: n.join.seq})
+}
+
+func (n *Node) onJoinTimer(seq uint64) {
+	if n.state != StateJoining || seq != n.join.seq || n.in != nil {
+		return
+	}
+	n.sendJoin()
+}
+
+// retryJoinLater schedules another attempt after a randomized, growing delay.
+func (n *Node) retryJoinLater() {
+	n.join.seq++
+	n.env.SetTimer(n.backoff(n.cfg.JoinBackoff, n.join.attempts), overlay.Timer{Kind: timerJoin, ID: n.join.seq})
+}
+
+// backoff returns a delay uniform in [base, base·2^min(attempts,6)].
+func (n *Node) backoff(base time.Duration, attempts int) time.Duration {
+	span := base << min(attempts, 6)
+	return base + time.Duration(n.env.Rand().Int64N(int64(span)))
+}
+
+func (n *Node) onJoinRefused(r *pb.JoinRefused) {
+	if n.state != StateJoining || n.in != nil {
+		return
+	}
+	if r.Reason == refusePosition {
+		// Another node starts at our position: move a little clockwise.
+		n.join.position += overlay.Key([]byte{byte(n.env.Rand().IntN(256))})
+	}
+	n.retryJoinLater()
+}
+
+const (
+	refuseBusy     = "owner busy"
+	refusePosition = "position taken"
+)
+
+func (n *Node) onJoinRequest(j *pb.JoinRequest) {
+	joiner := overlay.PeerFromPB(j.Joiner)
+	refuse := func(reason string) {
+		n.send(joiner.ID, &pb.Envelope{Body: &pb.Envelope_JoinRefused{JoinRefused: &pb.JoinRefused{Reason: reason}}})
+	}
+	if !n.route(&pb.Envelope{Body: &pb.Envelope_JoinRequest{JoinRequest: j}}, j.Route, func(pb.Status) { refuse("no route to the owner") }) {
+		return
+	}
+	if n.state != StateActive || n.Busy() || joiner.ID == n.self.ID {
+		refuse(refuseBusy)
+		return
+	}
+	mine := n.Range()
+	split, err := n.joinSplit(mine, overlay.Key(j.Route.Key))
+	if err != nil {
+		refuse(err.Error())
+		return
+	}
+	piece := overlay.Range{Start: split, End: mine.End}
+	succ, succList := n.levels[0].succ, n.succList
+	if succ.ID == n.self.ID {
+		succ, succList = n.self, []overlay.Peer{n.self}
+	}
+	joiner.Start, joiner.Version = split, joiner.Version+1
+	x, err := n.give(pb.HandoffKind_HANDOFF_JOIN, joiner, piece, succ, succList)
+	if err != nil {
+		refuse(err.Error())
+		return
+	}
+	x.onFlip = func() {
+		wasAlone := n.levels[0].succ.ID == n.self.ID
+		n.levels[0].succ = joiner
+		if wasAlone {
+			n.levels[0].pred = joiner
+		}
+		n.succList = n.trimSuccList(append([]overlay.Peer{joiner}, n.succList...))
+	}
+}
+
+// joinSplit picks where a joiner's piece starts: at the middle item of the range, or at the
+// requested position when the range holds fewer than two items.
+func (n *Node) joinSplit(mine overlay.Range, position overlay.Key) (overlay.Key, error) {
+	count, err := n.store.Count(mine)
+	if err != nil {
+		return "", err
+	}
+	if count >= 2 {
+		var split overlay.Key
+		i := 0
+		err := n.store.Ascend(mine, func(k overlay.Key, _ []byte) bool {
+			if i == count/2 {
+				split = k
+				return false
+			}
+			i++
+			return true
+		})
+		return split, err
+	}
+	if position == mine.Start || !mine.Contains(position) {
+		return "", fmt.Errorf(refusePosition)
+	}
+	return position, nil
+}
+
+// joined runs when the joiner's piece committed: it takes its place on level 0 and starts
+// climbing.
+func (n *Node) joined(x *inXfer) {
+	n.self.Start = x.piece.Start
+	n.self.Version++
+	n.refreshSelfRef()
+	n.state = StateActive
+	succ := x.succ
+	if succ.ID == x.from.ID {
+		succ = x.from
+	}
+	n.levels = []link{{pred: x.from, succ: succ}}
+	n.succList = n.trimSuccList(x.succList)
+	if succ.ID != x.from.ID {
+		n.send(succ.ID, &pb.Envelope{Body: &pb.Envelope_NeighborUpdate{NeighborUpdate: &pb.NeighborUpdate{
+			Level: 0, Side: pb.Side_SIDE_PRED, Node: n.selfRef, Expect: []byte(x.from.ID),
+		}}})
+	}
+	n.env.Report(overlay.Event{Kind: overlay.EventJoined, Range: n.Range()})
+	n.startMaintenance()
+	n.climbTo(1)
+}
+
+// climbTo links the node on level ℓ by scanning the level below for the nearest node counter-
+// clockwise that shares ℓ membership bits.
+func (n *Node) climbTo(level int) {
+	n.join.climb = level
+	n.join.climbSentAt = n.env.Now()
+	if level >= overlay.MaxLevel {
+		n.join.climb = 0
+		return
+	}
+	n.sendScan(level, pb.Side_SIDE_PRED)
+}
+
+// Leave hands the node's whole range to its level-0 predecessor, unlinks it from every level,
+// and after a grace period of forwarding reports EventLeft.
+func (n *Node) Leave() error {
+	if n.state != StateActive {
+		return fmt.Errorf("leave: node is %s", n.state)
+	}
+	if n.levels[0].succ.ID == n.self.ID {
+		// The last node: there is nobody to hand the range to.
+		n.state = StateLeft
+		n.env.Report(overlay.Event{Kind: overlay.EventRangeLost, Peer: n.self.ID, Range: n.Range(),
+			Detail: "last node left; its items leave with it"})
+		n.onLingerEnd()
+		return nil
+	}
+	n.state = StateLeaving
+	n.tryLeave()
+	return nil
+}
+
+func (n *Node) tryLeave() {
+	if n.state != StateLeaving || n.out != nil {
+		return
+	}
+	pred := n.levels[0].pred
+	if n.in != nil || pred.IsZero() {
+		n.leave.attempts++
+		n.env.SetTimer(n.backoff(n.cfg.JoinBackoff, n.leave.attempts), overlay.Timer{Kind: timerLeave})
+		return
+	}
+	succ := n.levels[0].succ
+	x, err := n.give(pb.HandoffKind_HANDOFF_LEAVE, pred, n.Range(), succ, n.succList)
+	if err != nil {
+		n.leave.attempts++
+		n.env.SetTimer(n.backoff(n.cfg.JoinBackoff, n.leave.attempts), overlay.Timer{Kind: timerLeave})
+		return
+	}
+	x.onFlip = func() { n.left(pred) }
+	x.onAbort = func(string) {
+		n.leave.attempts++
+		n.env.SetTimer(n.backoff(n.cfg.JoinBackoff, n.leave.attempts), overlay.Timer{Kind: timerLeave})
+	}
+}
+
+// left runs at the leaver when the predecessor took its range: relink every level around it.
+func (n *Node) left(receiver overlay.Peer) {
+	n.state = StateLeft
+	n.leave.handedTo = receiver.ID
+	for l, lk := range n.levels {
+		p, s := lk.pred, lk.succ
+		if p.IsZero() || s.IsZero() {
+			continue
+		}
+		if l > 0 || p.ID != receiver.ID {
+			n.send(p.ID, &pb.Envelope{Body: &pb.Envelope_NeighborUpdate{NeighborUpdate: &pb.NeighborUpdate{
+				Level: uint32(l), Side: pb.Side_SIDE_SUCC, Node: s.ToPB(), Expect: []byte(n.self.ID),
+			}}})
+		}
+		if s.ID != p.ID || l == 0 {
+			n.send(s.ID, &pb.Envelope{Body: &pb.Envelope_NeighborUpdate{NeighborUpdate: &pb.NeighborUpdate{
+				Level: uint32(l), Side: pb.Side_SIDE_PRED, Node: p.ToPB(), Expect: []byte(n.self.ID),
+			}}})
+		}
+	}
+	n.env.SetTimer(n.cfg.Linger, overlay.Timer{Kind: timerLinger})
+}
+
+// tookOverLeaver runs at the predecessor when a leaver's range committed to it.
+func (n *Node) tookOverLeaver(x *inXfer) {
+	succ := x.succ
+	if succ.ID == n.self.ID {
+		n.levels = []link{{pred: n.self, succ: n.self}}
+		n.succList = nil
+		return
+	}
+	n.levels[0].succ = succ
+	n.succList = n.trimSuccList(x.succList)
+}
+
+func (n *Node) onLingerEnd() {
+	n.levels = nil
+	n.succList = nil
+	n.env.Report(overlay.Event{Kind: overlay.EventLeft})
+}
+
+// trimSuccList drops this node and repeats from a successor list and bounds its length.
+func (n *Node) trimSuccList(list []overlay.Peer) []overlay.Peer {
+	out := make([]overlay.Peer, 0, n.cfg.SuccessorListLen)
+	for _, p := range list {
+		if p.IsZero() || p.ID == n.self.ID {
+			break // the list wrapped around to this node
+		}
+		dup := false
+		for _, q := range out {
+			dup = dup || q.ID == p.ID
+		}
+		if !dup {
+			out = append(out, p)
+		}
+		if len(out) == n.cfg.SuccessorListLen {
+			break
+		}
+	}
+	return out
+}

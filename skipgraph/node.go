@@ -1,0 +1,284 @@
+package skipgraph
+
+import (
+	"fmt"
+
+	"github.com/skiprange/skiprange/overlay"
+	"github.com/skiprange/skiprange/overlay/pb"
+)
+
+// State is where a node is in its life.
+type State uint8
+
+const (
+	// StateNew: created, owns nothing, not linked.
+	StateNew State = iota
+	// StateJoining: asked to join, waiting for a piece of range.
+	StateJoining
+	// StateActive: owns a range and is linked.
+	StateActive
+	// StateLeaving: still owns its range, handing it to its predecessor.
+	StateLeaving
+	// StateLeft: handed its range over; forwards stray messages for a while.
+	StateLeft
+)
+
+func (s State) String() string {
+	return [...]string{"new", "joining", "active", "leaving", "left"}[s]
+}
+
+// Timer kinds owned by this package (block 1–31).
+const (
+	timerTick overlay.TimerKind = iota + 1
+	timerPing
+	timerRequest
+	timerJoin
+	timerOut
+	timerIn
+	timerLeave
+	timerLinger
+	// LastTimerKind is the last kind this package uses; other packages number theirs above it.
+	LastTimerKind overlay.TimerKind = 31
+)
+
+// link holds a node's two neighbours on one level's ring. A zero Peer means "unknown, to be
+// repaired"; a node alone on a ring has itself on both sides.
+type link struct {
+	pred, succ overlay.Peer
+}
+
+// Node is one node's skip graph state machine.
+type Node struct {
+	env   overlay.Env
+	store overlay.Store
+	cfg   Config
+
+	self    overlay.Peer
+	selfRef *pb.NodeRef // wire form of self, rebuilt (never mutated) when self changes
+	state   State
+
+	// levels[0] always exists once the node owns a range; levels[ℓ] exists while the node has
+	// company on its level-ℓ ring. The node is alone on level len(levels).
+	levels   []link
+	succList []overlay.Peer
+
+	out  *outXfer
+	in   *inXfer
+	held []*pb.Envelope // routed messages for keys of the incoming piece
+
+	join     joinState
+	leave    leaveState
+	maintain maintainState
+
+	nextReq uint64
+	pending map[uint64]*request
+
+	Stats Stats
+}
+
+// Stats counts what a node did; runtimes export them as metrics.
+type Stats struct {
+	Invalid     int // messages rejected as malformed
+	HopLimit    int // routed messages dropped at the hop limit
+	Undeliver   int // routed messages dropped for want of a next hop
+	RangesLost  int // ranges taken over from failed successors
+	HandoffsOut int // handoffs this node gave, flipped
+	HandoffsIn  int // handoffs this node received, committed
+	ItemsOut    int // items given in flipped handoffs
+	Aborts      int // handoffs aborted
+}
+
+// New creates a node with identity id. It owns nothing until Bootstrap or a Join completes.
+func New(env overlay.Env, store overlay.Store, id overlay.NodeID, cfg Config) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("skipgraph config: %w", err)
+	}
+	if id == "" {
+		return nil, fmt.Errorf("skipgraph: empty node id")
+	}
+	n := &Node{env: env, store: store, cfg: cfg, pending: map[uint64]*request{}}
+	n.self = overlay.Peer{ID: id, MVec: overlay.MVecFor(id)}
+	n.maintain.init()
+	n.refreshSelfRef()
+	return n, nil
+}
+
+// SetAddrs sets the listen addresses advertised with this node's descriptor.
+func (n *Node) SetAddrs(addrs [][]byte) {
+	n.self.Addrs = addrs
+	n.refreshSelfRef()
+}
+
+// Bootstrap makes the node the first of a new network: it owns the whole circle.
+func (n *Node) Bootstrap() error {
+	if n.state != StateNew {
+		return fmt.Errorf("bootstrap: node is %s", n.state)
+	}
+	n.self.Start = overlay.MinKey
+	n.self.Version++
+	n.refreshSelfRef()
+	n.levels = []link{{pred: n.self, succ: n.self}}
+	n.state = StateActive
+	n.env.Report(overlay.Event{Kind: overlay.EventJoined, Range: n.Range()})
+	n.startMaintenance()
+	return nil
+}
+
+// ID returns the node's identity.
+func (n *Node) ID() overlay.NodeID { return n.self.ID }
+
+// Self returns the node's current descriptor.
+func (n *Node) Self() overlay.Peer { return n.self }
+
+// State returns the node's life state.
+func (n *Node) State() State { return n.state }
+
+// Owns reports whether the node currently owns a range.
+func (n *Node) Owns() bool { return n.state == StateActive || n.state == StateLeaving }
+
+// Range returns the range the node owns; meaningful only when Owns.
+func (n *Node) Range() overlay.Range {
+	return overlay.Range{Start: n.self.Start, End: n.end()}
+}
+
+// end is the start of the level-0 successor, which is where this node's range ends.
+func (n *Node) end() overlay.Key {
+	s := n.levels[0].succ
+	if s.ID == n.self.ID {
+		return n.self.Start
+	}
+	return s.Start
+}
+
+// Height returns how many levels the node is linked on (it is alone on level Height()).
+func (n *Node) Height() int { return len(n.levels) }
+
+// Neighbors returns the node's predecessor and successor on level ℓ (zero when unknown).
+func (n *Node) Neighbors(level int) (pred, succ overlay.Peer) {
+	if level >= len(n.levels) {
+		return overlay.Peer{}, overlay.Peer{}
+	}
+	return n.levels[level].pred, n.levels[level].succ
+}
+
+// SuccessorList returns the level-0 successor list.
+func (n *Node) SuccessorList() []overlay.Peer { return n.succList }
+
+// Busy reports whether a handoff involves the node.
+func (n *Node) Busy() bool { return n.out != nil || n.in != nil }
+
+// Store returns the node's item store.
+func (n *Node) Store() overlay.Store { return n.store }
+
+func (n *Node) refreshSelfRef() {
+	n.selfRef = n.self.ToPB()
+	// Links that point at the node itself (alone on a ring) follow its descriptor.
+	for i := range n.levels {
+		if n.levels[i].pred.ID == n.self.ID {
+			n.levels[i].pred = n.self
+		}
+		if n.levels[i].succ.ID == n.self.ID {
+			n.levels[i].succ = n.self
+		}
+	}
+}
+
+func (n *Node) send(to overlay.NodeID, m *pb.Envelope) {
+	m.From = n.selfRef
+	n.env.Send(to, m)
+}
+
+func (n *Node) reject(from overlay.NodeID, err error) {
+	n.Stats.Invalid++
+	n.env.Report(overlay.Event{Kind: overlay.EventInvalidMessage, Peer: from, Detail: err.Error()})
+}
+
+// Handle processes one message from a peer.
+func (n *Node) Handle(from overlay.NodeID, m *pb.Envelope) {
+	if err := n.validate(m); err != nil {
+		n.reject(from, err)
+		return
+	}
+	sender := overlay.PeerFromPB(m.From)
+	n.learn(sender)
+	n.maintain.heardFrom(sender.ID)
+	switch b := m.Body.(type) {
+	case *pb.Envelope_Lookup:
+		n.onLookup(b.Lookup)
+	case *pb.Envelope_LookupReply:
+		n.onLookupReply(b.LookupReply)
+	case *pb.Envelope_RangeQuery:
+		n.onRangeQuery(b.RangeQuery)
+	case *pb.Envelope_RangeReply:
+		n.onRangeReply(b.RangeReply)
+	case *pb.Envelope_BatchPut:
+		n.onBatchPut(b.BatchPut)
+	case *pb.Envelope_BatchPutReply:
+		n.onBatchPutReply(b.BatchPutReply)
+	case *pb.Envelope_JoinRequest:
+		n.onJoinRequest(b.JoinRequest)
+	case *pb.Envelope_JoinRefused:
+		n.onJoinRefused(b.JoinRefused)
+	case *pb.Envelope_Handoff:
+		n.onHandoff(sender, b.Handoff)
+	case *pb.Envelope_HandoffAck:
+		n.onHandoffAck(sender, b.HandoffAck)
+	case *pb.Envelope_HandoffCommit:
+		n.onHandoffCommit(sender, b.HandoffCommit)
+	case *pb.Envelope_HandoffCommitAck:
+		n.onHandoffCommitAck(sender, b.HandoffCommitAck)
+	case *pb.Envelope_HandoffAbort:
+		n.onHandoffAbort(sender, b.HandoffAbort)
+	case *pb.Envelope_NeighborUpdate:
+		n.onNeighborUpdate(sender, b.NeighborUpdate)
+	case *pb.Envelope_LevelScan:
+		n.onLevelScan(b.LevelScan)
+	case *pb.Envelope_LevelFound:
+		n.onLevelFound(b.LevelFound)
+	case *pb.Envelope_Ping:
+		n.onPing(sender, b.Ping)
+	case *pb.Envelope_Pong:
+		n.onPong(sender, b.Pong)
+	}
+}
+
+// HandleTimer processes a timer this package set. Kinds above LastTimerKind are not its own.
+func (n *Node) HandleTimer(t overlay.Timer) {
+	switch t.Kind {
+	case timerTick:
+		n.onTick()
+	case timerPing:
+		n.onPingTimeout(t.ID)
+	case timerRequest:
+		n.onRequestTimeout(t.ID)
+	case timerJoin:
+		n.onJoinTimer(t.ID)
+	case timerOut:
+		n.onOutTimer(t.ID)
+	case timerIn:
+		n.onInTimer(t.ID)
+	case timerLeave:
+		n.tryLeave()
+	case timerLinger:
+		n.onLingerEnd()
+	}
+}
+
+// learn refreshes every record of p with p's descriptor when it is at least as fresh.
+func (n *Node) learn(p overlay.Peer) {
+	if p.ID == n.self.ID {
+		return
+	}
+	refresh := func(q *overlay.Peer) {
+		if q.ID == p.ID && p.Version >= q.Version {
+			*q = p
+		}
+	}
+	for i := range n.levels {
+		refresh(&n.levels[i].pred)
+		refresh(&n.levels[i].succ)
+	}
+	for i := range n.succList {
+		refresh(&n.succList[i])
+	}
+}

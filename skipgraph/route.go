@@ -1,0 +1,130 @@
+package skipgraph
+
+import (
+	"github.com/skiprange/skiprange/overlay"
+	"github.com/skiprange/skiprange/overlay/pb"
+)
+
+// hop is a routing decision.
+type hop uint8
+
+const (
+	hopLocal   hop = iota // this node owns the key
+	hopForward            // send to the returned node
+	hopHold               // the key is in a piece arriving now: wait for its commit
+	hopDrop               // no way on (hop limit, not in the overlay, no neighbour known)
+)
+
+// nextHop decides where a routed message goes. It never sends in a circle for ever: a greedy hop
+// moves clockwise toward the key through the farthest known start not past it; a node that finds
+// the key behind itself (a stale start made the previous hop overshoot) or in its predecessor's
+// range turns the message into a counter-clockwise walk along level 0, which ends at the owner.
+// It updates r's routing fields for the hop it returns.
+func (n *Node) nextHop(r *pb.Route) (hop, overlay.NodeID) {
+	if n.state == StateLeft {
+		if n.leave.handedTo == "" {
+			return hopDrop, ""
+		}
+		return hopForward, n.leave.handedTo
+	}
+	if !n.Owns() {
+		return hopDrop, ""
+	}
+	k := overlay.Key(r.Key)
+	if n.Range().Contains(k) {
+		return hopLocal, ""
+	}
+	if n.in != nil && n.in.piece.Contains(k) {
+		return hopHold, ""
+	}
+	if r.Hops >= n.cfg.MaxHops {
+		n.Stats.HopLimit++
+		return hopDrop, ""
+	}
+	pred := n.levels[0].pred
+	behind := r.WalkCcw ||
+		(r.HasPrev && overlay.StrictlyBetween(overlay.Key(r.PrevStart), k, n.self.Start)) ||
+		(!pred.IsZero() && pred.ID != n.self.ID && (overlay.Range{Start: pred.Start, End: n.self.Start}).Contains(k))
+	if behind {
+		if pred.IsZero() || pred.ID == n.self.ID {
+			n.Stats.Undeliver++
+			return hopDrop, ""
+		}
+		r.WalkCcw = true
+		r.Hops++
+		return hopForward, pred.ID
+	}
+	best := n.closestPreceding(k)
+	if best.IsZero() {
+		n.Stats.Undeliver++
+		return hopDrop, ""
+	}
+	r.PrevStart = []byte(n.self.Start)
+	r.HasPrev = true
+	r.Hops++
+	return hopForward, best.ID
+}
+
+// closestPreceding returns the known node whose start lies in (self.Start, k] closest to k.
+func (n *Node) closestPreceding(k overlay.Key) overlay.Peer {
+	var best overlay.Peer
+	consider := func(p overlay.Peer) {
+		if p.IsZero() || p.ID == n.self.ID || !overlay.Between(n.self.Start, p.Start, k) {
+			return
+		}
+		if best.IsZero() || overlay.Between(best.Start, p.Start, k) {
+			best = p
+		}
+	}
+	for i := len(n.levels) - 1; i >= 0; i-- {
+		consider(n.levels[i].succ)
+		consider(n.levels[i].pred)
+	}
+	for _, p := range n.succList {
+		consider(p)
+	}
+	return best
+}
+
+// route applies a routing decision for a message m carrying route r: forward it, hold it, or
+// report that it must be served here (true). onDrop answers the origin when it cannot go on.
+func (n *Node) route(m *pb.Envelope, r *pb.Route, onDrop func(pb.Status)) bool {
+	h, to := n.nextHop(r)
+	switch h {
+	case hopLocal:
+		return true
+	case hopForward:
+		n.send(to, m)
+	case hopHold:
+		n.held = append(n.held, m)
+	case hopDrop:
+		status := pb.Status_STATUS_ERROR
+		if r.Hops >= n.cfg.MaxHops {
+			status = pb.Status_STATUS_HOP_LIMIT
+		}
+		onDrop(status)
+	}
+	return false
+}
+
+// releaseHeld re-dispatches the messages held for an incoming piece once it committed or aborted.
+func (n *Node) releaseHeld() {
+	held := n.held
+	n.held = nil
+	for _, m := range held {
+		n.dispatchRouted(m)
+	}
+}
+
+func (n *Node) dispatchRouted(m *pb.Envelope) {
+	switch b := m.Body.(type) {
+	case *pb.Envelope_Lookup:
+		n.onLookup(b.Lookup)
+	case *pb.Envelope_RangeQuery:
+		n.onRangeQuery(b.RangeQuery)
+	case *pb.Envelope_BatchPut:
+		n.onBatchPut(b.BatchPut)
+	case *pb.Envelope_JoinRequest:
+		n.onJoinRequest(b.JoinRequest)
+	}
+}

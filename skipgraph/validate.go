@@ -1,0 +1,141 @@
+package skipgraph
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/skiprange/skiprange/overlay"
+	"github.com/skiprange/skiprange/overlay/pb"
+)
+
+var errNoRoute = errors.New("missing route")
+
+// validate checks a message's fields before any of them is used: sizes, levels, required parts.
+// A message that fails is rejected and counted, never acted on.
+func (n *Node) validate(m *pb.Envelope) error {
+	if m == nil || m.Body == nil {
+		return errors.New("empty message")
+	}
+	if err := n.checkRef(m.From); err != nil {
+		return fmt.Errorf("sender: %w", err)
+	}
+	switch b := m.Body.(type) {
+	case *pb.Envelope_Lookup:
+		if err := n.checkRoute(b.Lookup.Route); err != nil {
+			return err
+		}
+		if len(b.Lookup.Value) > n.cfg.MaxValueLen {
+			return fmt.Errorf("value of %d bytes over the limit", len(b.Lookup.Value))
+		}
+		return n.checkRef(b.Lookup.Origin)
+	case *pb.Envelope_RangeQuery:
+		q := b.RangeQuery
+		if err := n.checkRoute(q.Route); err != nil {
+			return err
+		}
+		if len(q.Start) > n.cfg.MaxKeyLen || len(q.End) > n.cfg.MaxKeyLen {
+			return errors.New("range bound over the key limit")
+		}
+		if err := n.checkItems(q.Items); err != nil {
+			return err
+		}
+		return n.checkRef(q.Origin)
+	case *pb.Envelope_BatchPut:
+		if err := n.checkRoute(b.BatchPut.Route); err != nil {
+			return err
+		}
+		if len(b.BatchPut.Items) == 0 {
+			return errors.New("empty batch")
+		}
+		if err := n.checkItems(b.BatchPut.Items); err != nil {
+			return err
+		}
+		return n.checkRef(b.BatchPut.Origin)
+	case *pb.Envelope_JoinRequest:
+		if err := n.checkRoute(b.JoinRequest.Route); err != nil {
+			return err
+		}
+		return n.checkRef(b.JoinRequest.Joiner)
+	case *pb.Envelope_Handoff:
+		h := b.Handoff
+		if len(h.Start) > n.cfg.MaxKeyLen || len(h.End) > n.cfg.MaxKeyLen {
+			return errors.New("handoff bound over the key limit")
+		}
+		if len(h.SuccList) > 4*n.cfg.SuccessorListLen {
+			return errors.New("successor list too long")
+		}
+		for _, k := range h.Deletes {
+			if len(k) > n.cfg.MaxKeyLen {
+				return errors.New("deleted key over the limit")
+			}
+		}
+		return n.checkItems(h.Items)
+	case *pb.Envelope_NeighborUpdate:
+		if b.NeighborUpdate.Level >= overlay.MaxLevel {
+			return fmt.Errorf("level %d out of range", b.NeighborUpdate.Level)
+		}
+		if b.NeighborUpdate.Side == pb.Side_SIDE_UNSPECIFIED {
+			return errors.New("neighbour update without side")
+		}
+		return n.checkRef(b.NeighborUpdate.Node)
+	case *pb.Envelope_LevelScan:
+		s := b.LevelScan
+		if s.Level == 0 || s.Level >= overlay.MaxLevel {
+			return fmt.Errorf("scan level %d out of range", s.Level)
+		}
+		if s.Side == pb.Side_SIDE_UNSPECIFIED {
+			return errors.New("scan without side")
+		}
+		return n.checkRef(s.Origin)
+	case *pb.Envelope_LevelFound:
+		if b.LevelFound.Level == 0 || b.LevelFound.Level >= overlay.MaxLevel {
+			return fmt.Errorf("level %d out of range", b.LevelFound.Level)
+		}
+		if !b.LevelFound.Alone {
+			if err := n.checkRef(b.LevelFound.Node); err != nil {
+				return err
+			}
+		}
+	case *pb.Envelope_Ping:
+		if b.Ping.Level >= overlay.MaxLevel {
+			return fmt.Errorf("ping level %d out of range", b.Ping.Level)
+		}
+	case *pb.Envelope_Pong:
+		if len(b.Pong.SuccList) > 4*n.cfg.SuccessorListLen {
+			return errors.New("successor list too long")
+		}
+	}
+	return nil
+}
+
+func (n *Node) checkRef(r *pb.NodeRef) error {
+	switch {
+	case r == nil || len(r.Id) == 0:
+		return errors.New("missing node reference")
+	case len(r.Start) > n.cfg.MaxKeyLen:
+		return errors.New("node start over the key limit")
+	}
+	return nil
+}
+
+func (n *Node) checkRoute(r *pb.Route) error {
+	switch {
+	case r == nil:
+		return errNoRoute
+	case len(r.Key) > n.cfg.MaxKeyLen || len(r.PrevStart) > n.cfg.MaxKeyLen:
+		return errors.New("routed key over the limit")
+	}
+	return nil
+}
+
+func (n *Node) checkItems(items []*pb.Item) error {
+	if len(items) > n.cfg.MaxItemsPerMessage {
+		return fmt.Errorf("%d items over the limit of %d", len(items), n.cfg.MaxItemsPerMessage)
+	}
+	for _, it := range items {
+		if it == nil || len(it.Key) > n.cfg.MaxKeyLen || len(it.Value) > n.cfg.MaxValueLen {
+			return errors.New("item missing or over the size limits")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,372 @@
+package sim
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"sort"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/skiprange/skiprange/node"
+	"github.com/skiprange/skiprange/node/store"
+	"github.com/skiprange/skiprange/overlay"
+	"github.com/skiprange/skiprange/overlay/pb"
+)
+
+// Config describes the simulated network.
+type Config struct {
+	Seed uint64
+	// Latency is the delay of one hop (the thesis's time unit: 1 s of simulated time).
+	Latency time.Duration
+	// Jitter adds a uniform random delay in [0, Jitter) to each message.
+	Jitter time.Duration
+	// Loss is the probability that a message is dropped.
+	Loss float64
+	// Node is the protocol configuration of every node.
+	Node node.Config
+	// Marshal sends every message through protobuf encoding, as the wire would: slower, and it
+	// catches code that shares or mutates sent messages.
+	Marshal bool
+	// Logger receives the nodes' logs; nil means none.
+	Logger *zap.Logger
+}
+
+// DefaultConfig returns a lossless network with one time unit per hop.
+func DefaultConfig() Config {
+	return Config{Seed: 1, Latency: time.Second, Node: node.DefaultConfig()}
+}
+
+// Network is a simulated network of nodes.
+type Network struct {
+	cfg    Config
+	epoch  time.Time
+	now    time.Duration
+	queue  queue
+	seq    uint64
+	rng    *rand.Rand
+	nodes  map[overlay.NodeID]*simNode
+	order  []*simNode // creation order, for deterministic iteration
+	groups map[overlay.NodeID]int
+	log    *zap.Logger
+
+	// OnResult receives the results of client requests (as events of their own, after the call
+	// that started them returns); OnEvent receives the nodes' reported events.
+	OnResult func(at overlay.NodeID, r overlay.Result)
+	OnEvent  func(at overlay.NodeID, e overlay.Event)
+
+	Stats Stats
+}
+
+// Stats counts the network's traffic.
+type Stats struct {
+	Delivered uint64
+	Dropped   uint64 // lost, partitioned, or addressed to a dead node
+	Sent      [numKinds]uint64
+	Bytes     uint64 // encoded bytes, when Config.Marshal is on
+	Events    uint64
+}
+
+// simNode is a node slot: the node, its store and environment, and whether it runs.
+type simNode struct {
+	id          overlay.NodeID
+	index       uint64
+	node        *node.Node
+	store       overlay.Store
+	env         *env
+	alive       bool
+	gone        bool // left gracefully
+	incarnation uint32
+	// crashedItems is what the node held when it crashed (for loss accounting).
+	crashedItems int
+}
+
+// New creates an empty network.
+func New(cfg Config) (*Network, error) {
+	if cfg.Latency <= 0 {
+		return nil, fmt.Errorf("latency must be positive")
+	}
+	if cfg.Jitter < 0 || cfg.Loss < 0 || cfg.Loss >= 1 {
+		return nil, fmt.Errorf("jitter must be >= 0 and loss in [0, 1)")
+	}
+	if err := cfg.Node.SkipGraph.Validate(); err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Network{
+		cfg:    cfg,
+		epoch:  time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		rng:    rand.New(rand.NewPCG(cfg.Seed, 0x5eed)),
+		nodes:  map[overlay.NodeID]*simNode{},
+		groups: map[overlay.NodeID]int{},
+		log:    log,
+	}, nil
+}
+
+// Now returns the virtual time elapsed since the start.
+func (nw *Network) Now() time.Duration { return nw.now }
+
+// Add creates a node with identity id and an empty in-memory store. It does nothing until
+// Bootstrap or Join is called on it.
+func (nw *Network) Add(id overlay.NodeID) (*node.Node, error) {
+	if _, ok := nw.nodes[id]; ok {
+		return nil, fmt.Errorf("node %s exists", id)
+	}
+	s := &simNode{id: id, index: uint64(len(nw.order))}
+	nw.nodes[id] = s
+	nw.order = append(nw.order, s)
+	return nw.start(s)
+}
+
+func (nw *Network) start(s *simNode) (*node.Node, error) {
+	h := fnv.New64a()
+	h.Write([]byte(s.id))
+	s.incarnation++
+	s.env = &env{nw: nw, node: s, incarnation: s.incarnation,
+		rng: rand.New(rand.NewPCG(nw.cfg.Seed^h.Sum64(), uint64(s.incarnation))),
+		log: nw.log.With(zap.String("node", string(s.id)))}
+	s.store = store.NewMemory()
+	n, err := node.New(s.env, s.store, s.id, nw.cfg.Node)
+	if err != nil {
+		return nil, err
+	}
+	s.node, s.alive, s.gone = n, true, false
+	return n, nil
+}
+
+// Node returns the node with identity id (nil if unknown).
+func (nw *Network) Node(id overlay.NodeID) *node.Node {
+	if s := nw.nodes[id]; s != nil {
+		return s.node
+	}
+	return nil
+}
+
+// Alive reports whether node id runs.
+func (nw *Network) Alive(id overlay.NodeID) bool {
+	s := nw.nodes[id]
+	return s != nil && s.alive
+}
+
+// Live returns the running nodes in creation order.
+func (nw *Network) Live() []*node.Node {
+	var out []*node.Node
+	for _, s := range nw.order {
+		if s.alive {
+			out = append(out, s.node)
+		}
+	}
+	return out
+}
+
+// Crash stops node id at once: no leave, pending messages to it are lost. It returns how many
+// items the node held.
+func (nw *Network) Crash(id overlay.NodeID) (int, error) {
+	s := nw.nodes[id]
+	if s == nil || !s.alive {
+		return 0, fmt.Errorf("node %s is not running", id)
+	}
+	s.alive = false
+	s.incarnation++ // outstanding timers and messages of the old incarnation die with it
+	s.crashedItems = s.store.Len()
+	return s.crashedItems, nil
+}
+
+// Restart brings a crashed node back under its identity with an empty store; it rejoins through
+// introducer at position. Its old items were counted lost at the crash.
+func (nw *Network) Restart(id, introducer overlay.NodeID, position overlay.Key) error {
+	s := nw.nodes[id]
+	if s == nil || s.alive {
+		return fmt.Errorf("node %s is not crashed", id)
+	}
+	n, err := nw.start(s)
+	if err != nil {
+		return err
+	}
+	return n.Join(introducer, position)
+}
+
+// Partition puts nodes in numbered groups; messages between different groups are dropped.
+// Nodes not named are in group 0. Heal removes every partition.
+func (nw *Network) Partition(groups map[overlay.NodeID]int) {
+	nw.groups = groups
+}
+
+// Heal ends all partitions.
+func (nw *Network) Heal() { nw.groups = map[overlay.NodeID]int{} }
+
+// At schedules fn to run at virtual time t (or now, if t has passed).
+func (nw *Network) At(t time.Duration, fn func()) {
+	nw.schedule(event{at: max(t, nw.now), call: fn})
+}
+
+func (nw *Network) schedule(e event) {
+	nw.seq++
+	e.seq = nw.seq
+	nw.queue.push(e)
+}
+
+// RunUntil processes events up to virtual time t; the clock ends at t.
+func (nw *Network) RunUntil(t time.Duration) {
+	for len(nw.queue) > 0 && nw.queue[0].at <= t {
+		nw.step()
+	}
+	nw.now = max(nw.now, t)
+}
+
+// RunFor processes events for d of virtual time.
+func (nw *Network) RunFor(d time.Duration) { nw.RunUntil(nw.now + d) }
+
+// RunWhile processes events while cond holds and virtual time stays at most limit. It reports
+// whether cond became false.
+func (nw *Network) RunWhile(cond func() bool, limit time.Duration) bool {
+	for cond() {
+		if len(nw.queue) == 0 || nw.queue[0].at > limit {
+			nw.now = max(nw.now, limit)
+			return !cond()
+		}
+		nw.step()
+	}
+	return true
+}
+
+func (nw *Network) step() {
+	e := nw.queue.pop()
+	nw.now = e.at
+	nw.Stats.Events++
+	if e.call != nil {
+		e.call()
+		return
+	}
+	s := e.to
+	if !s.alive || s.incarnation != e.incarnation {
+		if e.msg != nil {
+			nw.Stats.Dropped++
+		}
+		return
+	}
+	if e.msg == nil {
+		s.node.HandleTimer(e.timer)
+		return
+	}
+	if nw.groups[e.from] != nw.groups[s.id] {
+		nw.Stats.Dropped++
+		return
+	}
+	nw.Stats.Delivered++
+	s.node.Handle(e.from, e.msg)
+}
+
+func (nw *Network) send(from *simNode, to overlay.NodeID, m *pb.Envelope) {
+	nw.Stats.Sent[kindOf(m)]++
+	if nw.cfg.Marshal {
+		buf, err := proto.Marshal(m)
+		if err != nil {
+			panic(fmt.Sprintf("sim: marshal %T: %v", m.Body, err)) // a protocol bug, not input
+		}
+		nw.Stats.Bytes += uint64(len(buf))
+		m = &pb.Envelope{}
+		if err := proto.Unmarshal(buf, m); err != nil {
+			panic(fmt.Sprintf("sim: unmarshal: %v", err))
+		}
+	}
+	dst := nw.nodes[to]
+	if dst == nil || !dst.alive || (nw.cfg.Loss > 0 && nw.rng.Float64() < nw.cfg.Loss) || nw.groups[from.id] != nw.groups[to] {
+		nw.Stats.Dropped++
+		return
+	}
+	delay := nw.cfg.Latency
+	if nw.cfg.Jitter > 0 {
+		delay += time.Duration(nw.rng.Int64N(int64(nw.cfg.Jitter)))
+	}
+	nw.schedule(event{at: nw.now + delay, to: dst, incarnation: dst.incarnation, from: from.id, msg: m})
+}
+
+// owners returns the running nodes that own a range, sorted by range start.
+func (nw *Network) owners() []*simNode {
+	var out []*simNode
+	for _, s := range nw.order {
+		if s.alive && s.node.Owns() {
+			out = append(out, s)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].node.Self().Start < out[j].node.Self().Start })
+	return out
+}
+
+// Owner returns the node whose range contains k, by global knowledge (for checks).
+func (nw *Network) Owner(k overlay.Key) *node.Node {
+	owners := nw.owners()
+	if len(owners) == 0 {
+		return nil
+	}
+	return ownerIn(owners, k).node
+}
+
+// ownerIn finds the owner of k among owners sorted by start.
+func ownerIn(owners []*simNode, k overlay.Key) *simNode {
+	i := sort.Search(len(owners), func(i int) bool { return owners[i].node.Self().Start > k })
+	if i == 0 {
+		return owners[len(owners)-1] // the seam owner holds the keys below the first start
+	}
+	return owners[i-1]
+}
+
+// env is one node's overlay.Env.
+type env struct {
+	nw          *Network
+	node        *simNode
+	incarnation uint32
+	rng         *rand.Rand
+	log         *zap.Logger
+}
+
+func (e *env) Now() time.Time { return e.nw.epoch.Add(e.nw.now) }
+
+func (e *env) Send(to overlay.NodeID, m *pb.Envelope) {
+	if e.stale() {
+		return
+	}
+	e.nw.send(e.node, to, m)
+}
+
+func (e *env) SetTimer(after time.Duration, t overlay.Timer) {
+	if e.stale() {
+		return
+	}
+	e.nw.schedule(event{at: e.nw.now + after, to: e.node, incarnation: e.incarnation, timer: t})
+}
+
+func (e *env) Rand() *rand.Rand     { return e.rng }
+func (e *env) Logger() *zap.Logger { return e.log }
+
+// Complete hands the result to OnResult as a separate event at the current time, so that a
+// request answered inside the call that started it reaches the client after that call returns.
+func (e *env) Complete(r overlay.Result) {
+	if e.nw.OnResult == nil || e.stale() {
+		return
+	}
+	id := e.node.id
+	e.nw.schedule(event{at: e.nw.now, call: func() { e.nw.OnResult(id, r) }})
+}
+
+func (e *env) Report(ev overlay.Event) {
+	if e.stale() {
+		return
+	}
+	if ev.Kind == overlay.EventLeft {
+		e.node.alive, e.node.gone = false, true
+		e.node.incarnation++
+	}
+	if e.nw.OnEvent != nil {
+		e.nw.OnEvent(e.node.id, ev)
+	}
+}
+
+// stale reports whether this env belongs to a crashed incarnation.
+func (e *env) stale() bool { return e.incarnation != e.node.incarnation || !e.node.alive }
