@@ -143,6 +143,7 @@ func (n *Node) attempt(req *request) {
 	req.attempt++
 	req.deadline = n.env.Now().Add(n.cfg.RequestTimeout)
 	n.env.SetTimer(n.cfg.RequestTimeout, overlay.Timer{Kind: timerRequest, ID: req.id})
+	n.handling = pb.Cause_CAUSE_CLIENT
 	req.issue()
 }
 
@@ -173,11 +174,11 @@ func (n *Node) finish(r overlay.Result) {
 // replyTo sends m to the origin of a request, or handles it here when the origin is this node.
 func (n *Node) replyTo(origin *pb.NodeRef, m *pb.Envelope) {
 	if overlay.NodeID(origin.Id) == n.self.ID {
-		m.From = n.selfRef
+		m.From, m.Cause = n.selfRef, n.handling
 		n.Handle(n.self.ID, m)
 		return
 	}
-	n.send(overlay.NodeID(origin.Id), m)
+	n.forward(overlay.NodeID(origin.Id), m)
 }
 
 func (n *Node) onLookup(m *pb.Lookup) {
@@ -268,7 +269,7 @@ func (n *Node) onRangeQuery(q *pb.RangeQuery) {
 	q.Route.Key = []byte(mine.End)
 	q.Route.PrevStart, q.Route.HasPrev, q.Route.WalkCcw = []byte(n.self.Start), true, false
 	q.Route.Hops++
-	n.send(n.levels[0].succ.ID, &pb.Envelope{Body: &pb.Envelope_RangeQuery{RangeQuery: q}})
+	n.forward(n.levels[0].succ.ID, &pb.Envelope{Body: &pb.Envelope_RangeQuery{RangeQuery: q}})
 }
 
 func (n *Node) onRangeReply(r *pb.RangeReply) {

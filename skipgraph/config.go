@@ -9,10 +9,10 @@ import (
 // or operator says otherwise; times are in the runtime's clock (one hop = one second in the
 // simulator, as in the thesis).
 type Config struct {
-	// ProbeInterval is the period of maintenance: level-0 pings every tick, and ScanLevelsPerTick
-	// higher levels re-scanned per tick in turn.
-	ProbeInterval     time.Duration
-	ScanLevelsPerTick int
+	// ProbeInterval is the period of level-0 pings.
+	ProbeInterval time.Duration
+	// RefreshInterval is the least time between two refresh passes over the higher levels.
+	RefreshInterval time.Duration
 	// ProbeTimeout is how long a ping waits for its pong.
 	ProbeTimeout time.Duration
 	// ProbeMisses consecutive unanswered pings make a neighbour dead.
@@ -48,7 +48,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		ProbeInterval:      5 * time.Second,
-		ScanLevelsPerTick:  2,
+		RefreshInterval:    20 * time.Second,
 		ProbeTimeout:       3 * time.Second,
 		ProbeMisses:        2,
 		SuccessorListLen:   4,
@@ -72,8 +72,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.ProbeInterval <= 0 || c.ProbeTimeout <= 0:
 		return fmt.Errorf("probe interval and timeout must be positive")
-	case c.ScanLevelsPerTick < 1:
-		return fmt.Errorf("scan levels per tick must be at least 1")
+	case c.RefreshInterval < 0:
+		return fmt.Errorf("refresh interval must not be negative")
 	case c.ProbeMisses < 1:
 		return fmt.Errorf("probe misses must be at least 1")
 	case c.SuccessorListLen < 1:

@@ -61,6 +61,18 @@ type inXfer struct {
 
 const maxCommitRetries = 8
 
+// causeOf tells which activity a handoff of kind serves.
+func causeOf(kind pb.HandoffKind) pb.Cause {
+	switch kind {
+	case pb.HandoffKind_HANDOFF_JOIN:
+		return pb.Cause_CAUSE_JOIN
+	case pb.HandoffKind_HANDOFF_LEAVE:
+		return pb.Cause_CAUSE_LEAVE
+	default:
+		return pb.Cause_CAUSE_BALANCE
+	}
+}
+
 // give starts a handoff of piece to peer to. The caller has checked that this node is not busy.
 func (n *Node) give(kind pb.HandoffKind, to overlay.Peer, piece overlay.Range, succ overlay.Peer, succList []overlay.Peer) (*outXfer, error) {
 	x := &outXfer{id: n.env.Rand().Uint64(), kind: kind, to: to, piece: piece}
@@ -93,7 +105,7 @@ func (n *Node) give(kind pb.HandoffKind, to overlay.Peer, piece overlay.Range, s
 			}
 		}
 		x.items += len(c)
-		n.send(to.ID, &pb.Envelope{Body: &pb.Envelope_Handoff{Handoff: h}})
+		n.send(to.ID, &pb.Envelope{Body: &pb.Envelope_Handoff{Handoff: h}}, causeOf(kind))
 	}
 	x.sent = uint32(len(chunks))
 	x.deadline = n.env.Now().Add(n.cfg.HandoffLease)
@@ -115,7 +127,7 @@ func (n *Node) forwardWrite(it overlay.Item, deleted bool) {
 		h.Items = []*pb.Item{{Key: []byte(it.Key), Value: it.Value}}
 	}
 	x.sent++
-	n.send(x.to.ID, &pb.Envelope{Body: &pb.Envelope_Handoff{Handoff: h}})
+	n.send(x.to.ID, &pb.Envelope{Body: &pb.Envelope_Handoff{Handoff: h}}, causeOf(x.kind))
 }
 
 func (n *Node) onHandoffAck(from overlay.Peer, a *pb.HandoffAck) {
@@ -131,7 +143,7 @@ func (n *Node) onHandoffAck(from overlay.Peer, a *pb.HandoffAck) {
 }
 
 func (n *Node) sendCommit(x *outXfer) {
-	n.send(x.to.ID, &pb.Envelope{Body: &pb.Envelope_HandoffCommit{HandoffCommit: &pb.HandoffCommit{XferId: x.id, Chunks: x.sent}}})
+	n.send(x.to.ID, &pb.Envelope{Body: &pb.Envelope_HandoffCommit{HandoffCommit: &pb.HandoffCommit{XferId: x.id, Chunks: x.sent}}}, causeOf(x.kind))
 	n.env.SetTimer(n.cfg.HandoffRetry, overlay.Timer{Kind: timerOut, ID: x.id})
 }
 
@@ -175,7 +187,7 @@ func (n *Node) onOutTimer(id uint64) {
 	if n.env.Now().Before(x.deadline) {
 		return
 	}
-	n.send(x.to.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: x.id, Reason: "lease expired"}}})
+	n.send(x.to.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: x.id, Reason: "lease expired"}}}, causeOf(x.kind))
 	n.abortOut(x, "lease expired")
 }
 
@@ -193,7 +205,7 @@ func (n *Node) onHandoff(from overlay.Peer, h *pb.Handoff) {
 	if x == nil {
 		piece := overlay.Range{Start: overlay.Key(h.Start), End: overlay.Key(h.End)}
 		if reason := n.refuseIncoming(h.Kind, from, piece); reason != "" {
-			n.send(from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: h.XferId, Reason: reason}}})
+			n.send(from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: h.XferId, Reason: reason}}}, causeOf(h.Kind))
 			return
 		}
 		x = &inXfer{id: h.XferId, kind: h.Kind, from: from, piece: piece, early: map[uint32]*pb.Handoff{}, commit: -1}
@@ -202,7 +214,7 @@ func (n *Node) onHandoff(from overlay.Peer, h *pb.Handoff) {
 		n.env.SetTimer(n.cfg.HandoffLease, overlay.Timer{Kind: timerIn, ID: x.id})
 	}
 	if x.id != h.XferId {
-		n.send(from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: h.XferId, Reason: "busy with another handoff"}}})
+		n.send(from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: h.XferId, Reason: "busy with another handoff"}}}, causeOf(h.Kind))
 		return
 	}
 	if h.Seq < x.next {
@@ -217,7 +229,7 @@ func (n *Node) onHandoff(from overlay.Peer, h *pb.Handoff) {
 		delete(x.early, x.next)
 		if err := n.applyChunk(x, c); err != nil {
 			n.env.Logger().Warn("persist handoff chunk failed; aborting")
-			n.send(from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: x.id, Reason: "receiver cannot persist"}}})
+			n.send(from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: x.id, Reason: "receiver cannot persist"}}}, causeOf(x.kind))
 			n.discardIn(x)
 			return
 		}
@@ -225,7 +237,7 @@ func (n *Node) onHandoff(from overlay.Peer, h *pb.Handoff) {
 	}
 	if x.lastSeen {
 		x.acked = true
-		n.send(from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAck{HandoffAck: &pb.HandoffAck{XferId: x.id, Upto: x.next - 1}}})
+		n.send(from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAck{HandoffAck: &pb.HandoffAck{XferId: x.id, Upto: x.next - 1}}}, causeOf(x.kind))
 	}
 	if x.commit >= 0 && int(x.next) >= x.commit {
 		n.commitIn(x)
@@ -280,7 +292,7 @@ func (n *Node) onHandoffCommit(from overlay.Peer, c *pb.HandoffCommit) {
 	x := n.in
 	if x == nil || x.id != c.XferId {
 		// Already committed (a repeated commit whose ack was lost): confirm again.
-		n.send(from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffCommitAck{HandoffCommitAck: &pb.HandoffCommitAck{XferId: c.XferId}}})
+		n.forward(from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffCommitAck{HandoffCommitAck: &pb.HandoffCommitAck{XferId: c.XferId}}})
 		return
 	}
 	x.commit = int(c.Chunks)
@@ -292,7 +304,7 @@ func (n *Node) onHandoffCommit(from overlay.Peer, c *pb.HandoffCommit) {
 func (n *Node) commitIn(x *inXfer) {
 	n.in = nil
 	n.Stats.HandoffsIn++
-	n.send(x.from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffCommitAck{HandoffCommitAck: &pb.HandoffCommitAck{XferId: x.id}}})
+	n.send(x.from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffCommitAck{HandoffCommitAck: &pb.HandoffCommitAck{XferId: x.id}}}, causeOf(x.kind))
 	switch x.kind {
 	case pb.HandoffKind_HANDOFF_JOIN:
 		n.joined(x)
@@ -334,7 +346,7 @@ func (n *Node) onInTimer(id uint64) {
 		if n.env.Now().Before(x.deadline) {
 			return
 		}
-		n.send(x.from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: x.id, Reason: "lease expired"}}})
+		n.send(x.from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: x.id, Reason: "lease expired"}}}, causeOf(x.kind))
 		n.discardIn(x)
 		return
 	}
@@ -346,6 +358,6 @@ func (n *Node) onInTimer(id uint64) {
 		n.discardIn(x)
 		return
 	}
-	n.send(x.from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAck{HandoffAck: &pb.HandoffAck{XferId: x.id, Upto: x.next - 1}}})
+	n.send(x.from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAck{HandoffAck: &pb.HandoffAck{XferId: x.id, Upto: x.next - 1}}}, causeOf(x.kind))
 	n.env.SetTimer(n.cfg.HandoffRetry, overlay.Timer{Kind: timerIn, ID: x.id})
 }

@@ -9,14 +9,21 @@ import (
 
 // Maintenance, every ProbeInterval:
 //   - level 0 is kept by pings: the successor's answer carries its predecessor and successor
-//     list (Chord-style stabilization); ProbeMisses unanswered pings make a neighbour dead, and a
-//     dead successor's range is taken over and reported lost;
-//   - every higher level ℓ is kept by scans: in turn, ScanLevelsPerTick levels are re-derived by
-//     walking level ℓ-1 clockwise to the first node sharing ℓ membership bits, which becomes the
-//     successor and adopts this node as its predecessor. A ring of ℓ-1 that is right thus makes
-//     ring ℓ right: dead nodes drop out, and rings split by racing joins merge. Scanning at the
-//     node's height looks for company above its top level.
-// Links found missing (a dead neighbour) are re-scanned at once.
+//     list (Chord-style stabilization) and its links on every level; ProbeMisses unanswered pings
+//     make a neighbour dead. A dead successor's range is taken over and reported lost, and its
+//     neighbours on every level are relinked to each other on its behalf, as if it had left;
+//   - the higher levels are kept by refresh passes, at most one every RefreshInterval: a pass
+//     re-derives level 1, then 2, and so on up to one above the top, each by a scan that walks the
+//     level below clockwise to the first node sharing one more membership bit; that node becomes
+//     the successor and adopts this node as its predecessor. Going bottom-up, a right ring ℓ-1
+//     makes ring ℓ right: dead nodes drop out, rings split by racing joins merge, and a scan that
+//     comes back alone trims levels that lost their company. A join's climb is such a pass, and a
+//     failure seen at level 0 starts one at once.
+
+// maxScanHops bounds a level scan. Each node a scan passes shares the next membership bit with
+// the origin with probability ½, so a longer walk means the ring below is broken (or the origin
+// is not on it): the scan is dropped and a later tick tries again.
+const maxScanHops = 64
 
 type pingInfo struct {
 	peer  overlay.NodeID
@@ -29,8 +36,24 @@ type maintainState struct {
 	nextSeq uint64
 	pings   map[uint64]pingInfo
 	misses  map[overlay.NodeID]int
-	turn    int // the higher level probed next
+	// succTable is the level-0 successor's links on every level, from its last pong.
+	succTable struct {
+		id           overlay.NodeID
+		preds, succs []overlay.Peer
+	}
+	// pass is the refresh pass under way: the level whose scan is awaited (0: none), when that
+	// scan left, what caused the pass, and when the last pass ended.
+	pass       int
+	passSentAt time.Time
+	passCause  pb.Cause
+	passEnded  time.Time
+	// urgentUntil: after a failure nearby, passes follow each other without pause until then.
+	urgentUntil time.Time
 }
+
+// urgentFor is how long, in probe intervals, a node re-scans all its levels every tick after a
+// failure nearby.
+const urgentFor = 6
 
 func (m *maintainState) init() {
 	m.pings = map[uint64]pingInfo{}
@@ -63,32 +86,52 @@ func (n *Node) onTick() {
 	if lk.succ.ID == n.self.ID {
 		return // alone: nothing to watch
 	}
-	n.ping(lk.succ, 0)
+	n.ping(lk.succ, 0, true)
 	if lk.pred.ID != lk.succ.ID {
-		n.ping(lk.pred, 0)
+		n.ping(lk.pred, 0, false)
 	}
-	if n.join.climb > 0 {
-		if n.env.Now().Sub(n.join.climbSentAt) > 3*n.cfg.ProbeInterval {
-			n.climbTo(n.join.climb)
+	now := n.env.Now()
+	switch m := &n.maintain; {
+	case now.Before(m.urgentUntil):
+		// A failure nearby: re-derive every level at once, each tick. Ring ℓ comes right one
+		// tick after ring ℓ-1 does, instead of one pass after.
+		for l := 1; l <= len(n.levels) && l < overlay.MaxLevel; l++ {
+			n.sendScan(l, pb.Side_SIDE_SUCC, pb.Cause_CAUSE_REPAIR)
 		}
-		return
-	}
-	n.repairLevels()
-	for i := 0; i < n.cfg.ScanLevelsPerTick; i++ {
-		// Levels 1..height in turn; height itself looks for company above the top.
-		n.maintain.turn = n.maintain.turn%len(n.levels) + 1
-		n.sendScan(n.maintain.turn, pb.Side_SIDE_SUCC)
+	case m.pass > 0 && now.Sub(m.passSentAt) > 2*n.cfg.ProbeTimeout:
+		// The scan or its answer was lost to a dead node on the ring below.
+		n.urgent()
+		n.refreshFrom(m.pass+1, m.passCause)
+	case m.pass == 0 && now.Sub(m.passEnded) >= n.cfg.RefreshInterval:
+		n.refreshFrom(1, pb.Cause_CAUSE_MAINTAIN)
 	}
 }
 
-func (n *Node) ping(p overlay.Peer, level int) {
+// urgent makes the node refresh its levels without pause for a while: a failure nearby may have
+// left links that only passes mend.
+func (n *Node) urgent() {
+	n.maintain.urgentUntil = n.env.Now().Add(urgentFor * n.cfg.ProbeInterval)
+}
+
+// refreshFrom continues (or starts) a refresh pass at level l.
+func (n *Node) refreshFrom(l int, cause pb.Cause) {
+	m := &n.maintain
+	if l > len(n.levels) || l >= overlay.MaxLevel || n.levels[0].succ.ID == n.self.ID {
+		m.pass, m.passEnded = 0, n.env.Now()
+		return
+	}
+	m.pass, m.passSentAt, m.passCause = l, n.env.Now(), cause
+	n.sendScan(l, pb.Side_SIDE_SUCC, cause)
+}
+
+func (n *Node) ping(p overlay.Peer, level int, table bool) {
 	if p.IsZero() || p.ID == n.self.ID {
 		return
 	}
 	n.maintain.nextSeq++
 	seq := n.maintain.nextSeq
 	n.maintain.pings[seq] = pingInfo{peer: p.ID, level: level}
-	n.send(p.ID, &pb.Envelope{Body: &pb.Envelope_Ping{Ping: &pb.Ping{Seq: seq, Level: uint32(level)}}})
+	n.send(p.ID, &pb.Envelope{Body: &pb.Envelope_Ping{Ping: &pb.Ping{Seq: seq, Level: uint32(level), Table: table}}}, pb.Cause_CAUSE_MAINTAIN)
 	n.env.SetTimer(n.cfg.ProbeTimeout, overlay.Timer{Kind: timerPing, ID: seq})
 }
 
@@ -105,7 +148,13 @@ func (n *Node) onPing(from overlay.Peer, p *pb.Ping) {
 			}
 		}
 	}
-	n.send(from.ID, &pb.Envelope{Body: &pb.Envelope_Pong{Pong: pong}})
+	if p.Table {
+		for _, lk := range n.levels {
+			pong.Preds = append(pong.Preds, lk.pred.ToPB())
+			pong.Succs = append(pong.Succs, lk.succ.ToPB())
+		}
+	}
+	n.forward(from.ID, &pb.Envelope{Body: &pb.Envelope_Pong{Pong: pong}})
 }
 
 func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
@@ -121,16 +170,20 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 		return
 	}
 	n.succList = n.trimSuccList(append([]overlay.Peer{from}, peersFromPB(p.SuccList)...))
+	if len(p.Preds) > 0 && len(p.Preds) == len(p.Succs) {
+		t := &n.maintain.succTable
+		t.id, t.preds, t.succs = from.ID, peersFromPB(p.Preds), peersFromPB(p.Succs)
+	}
 	// Our successor must see us as its predecessor; tell it otherwise. (It keeps a closer one.)
 	if theirPred := overlay.PeerFromPB(p.Pred); theirPred.ID != n.self.ID {
-		n.updateNeighbor(from.ID, 0, pb.Side_SIDE_PRED, n.self, theirPred.ID)
+		n.updateNeighbor(from.ID, 0, pb.Side_SIDE_PRED, n.self, theirPred.ID, pb.Cause_CAUSE_MAINTAIN)
 	}
 }
 
-func (n *Node) updateNeighbor(to overlay.NodeID, l int, side pb.Side, node overlay.Peer, expect overlay.NodeID) {
+func (n *Node) updateNeighbor(to overlay.NodeID, l int, side pb.Side, node overlay.Peer, expect overlay.NodeID, cause pb.Cause) {
 	n.send(to, &pb.Envelope{Body: &pb.Envelope_NeighborUpdate{NeighborUpdate: &pb.NeighborUpdate{
 		Level: uint32(l), Side: side, Node: node.ToPB(), Expect: []byte(expect),
-	}}})
+	}}}, cause)
 }
 
 func peersFromPB(refs []*pb.NodeRef) []overlay.Peer {
@@ -155,9 +208,9 @@ func (n *Node) onPingTimeout(seq uint64) {
 	}
 	// Ask again at once rather than wait a whole interval.
 	if lk := n.levels[0]; lk.succ.ID == info.peer {
-		n.ping(lk.succ, 0)
+		n.ping(lk.succ, 0, true)
 	} else if lk.pred.ID == info.peer {
-		n.ping(lk.pred, 0)
+		n.ping(lk.pred, 0, false)
 	}
 }
 
@@ -192,10 +245,12 @@ func (n *Node) peerFailed(id overlay.NodeID) {
 		n.env.Report(overlay.Event{Kind: overlay.EventRangeLost, Peer: id, Range: lost,
 			Detail: "successor failed; its range was taken over without its items"})
 		if s := n.levels[0].succ; s.ID != n.self.ID {
-			n.updateNeighbor(s.ID, 0, pb.Side_SIDE_PRED, n.self, id)
-			n.ping(s, 0)
+			n.updateNeighbor(s.ID, 0, pb.Side_SIDE_PRED, n.self, id, pb.Cause_CAUSE_REPAIR)
+			n.ping(s, 0, true)
 		}
+		n.relinkAround(id)
 	}
+	n.urgent()
 	if n.levels[0].pred.ID == id {
 		n.levels[0].pred = overlay.Peer{}
 		if n.levels[0].succ.ID == n.self.ID {
@@ -210,28 +265,43 @@ func (n *Node) peerFailed(id overlay.NodeID) {
 			n.levels[l].succ = overlay.Peer{}
 		}
 	}
-	n.repairLevels()
+	n.refreshFrom(1, pb.Cause_CAUSE_REPAIR)
 }
 
-// repairLevels re-scans every level above 0 that misses a link, lowest first (a scan walks the
-// level below, which must be whole).
-func (n *Node) repairLevels() {
-	for l := 1; l < len(n.levels); l++ {
-		below := n.levels[l-1]
-		if below.pred.IsZero() || below.succ.IsZero() {
-			return
+// relinkAround unlinks a dead successor from every level above 0 on its behalf, from the links
+// it reported in its last pong: each pair of its neighbours is told about the other, as a leave
+// would. Stale entries are mended by later refresh passes.
+func (n *Node) relinkAround(dead overlay.NodeID) {
+	t := n.maintain.succTable
+	if t.id != dead {
+		return
+	}
+	for l := 1; l < len(t.preds); l++ {
+		p, s := t.preds[l], t.succs[l]
+		if p.IsZero() || s.IsZero() || p.ID == dead || s.ID == dead {
+			continue
 		}
-		if n.levels[l].pred.IsZero() {
-			n.sendScan(l, pb.Side_SIDE_PRED)
-		}
-		if n.levels[l].succ.IsZero() {
-			n.sendScan(l, pb.Side_SIDE_SUCC)
+		n.relink(p.ID, l, pb.Side_SIDE_SUCC, s, dead)
+		if s.ID != p.ID {
+			n.relink(s.ID, l, pb.Side_SIDE_PRED, p, dead)
 		}
 	}
+	n.maintain.succTable.id = ""
+}
+
+// relink tells node to (or, when it is this node, makes it) take nb as its neighbour on side at
+// level l in place of dead.
+func (n *Node) relink(to overlay.NodeID, l int, side pb.Side, nb overlay.Peer, dead overlay.NodeID) {
+	u := &pb.NeighborUpdate{Level: uint32(l), Side: side, Node: nb.ToPB(), Expect: []byte(dead)}
+	if to == n.self.ID {
+		n.onNeighborUpdate(n.self, u)
+		return
+	}
+	n.send(to, &pb.Envelope{Body: &pb.Envelope_NeighborUpdate{NeighborUpdate: u}}, pb.Cause_CAUSE_REPAIR)
 }
 
 // sendScan starts a scan for this node's neighbour on side at level l, walking level l-1.
-func (n *Node) sendScan(l int, side pb.Side) {
+func (n *Node) sendScan(l int, side pb.Side, cause pb.Cause) {
 	below := n.levels[l-1]
 	first := below.pred
 	if side == pb.Side_SIDE_SUCC {
@@ -242,7 +312,7 @@ func (n *Node) sendScan(l int, side pb.Side) {
 	}
 	n.send(first.ID, &pb.Envelope{Body: &pb.Envelope_LevelScan{LevelScan: &pb.LevelScan{
 		Origin: n.selfRef, Level: uint32(l), Side: side,
-	}}})
+	}}}, cause)
 }
 
 func (n *Node) onLevelScan(s *pb.LevelScan) {
@@ -259,7 +329,7 @@ func (n *Node) onLevelScan(s *pb.LevelScan) {
 	}
 	if !s.Found {
 		if !overlay.SameRing(n.self.MVec, origin.MVec, l) {
-			if l-1 >= len(n.levels) || s.Hops >= n.cfg.MaxHops {
+			if l-1 >= len(n.levels) || s.Hops >= maxScanHops {
 				return // broken below: the origin retries on a later tick
 			}
 			next := n.levels[l-1].pred
@@ -270,54 +340,38 @@ func (n *Node) onLevelScan(s *pb.LevelScan) {
 				return
 			}
 			s.Hops++
-			n.send(next.ID, &pb.Envelope{Body: &pb.Envelope_LevelScan{LevelScan: s}})
+			n.forward(next.ID, &pb.Envelope{Body: &pb.Envelope_LevelScan{LevelScan: s}})
 			return
 		}
 		s.Found = true
 	}
-	// This node is on the origin's level-l ring. Walk that ring to the origin's exact neighbour,
-	// then link the origin in.
+	// This node is the first on the ring below, in the scan's direction, that shares l bits with
+	// the origin: it is the origin's neighbour on level l, and the origin is its neighbour on the
+	// other side.
 	for len(n.levels) <= l {
 		n.levels = append(n.levels, link{})
 	}
 	lk := &n.levels[l]
-	alone := lk.pred.IsZero() && lk.succ.IsZero() || lk.succ.ID == n.self.ID
-	if alone {
+	if lk.pred.IsZero() && lk.succ.IsZero() || lk.succ.ID == n.self.ID {
+		// Alone on level l until now: the origin is both neighbours.
 		lk.pred, lk.succ = origin, origin
 		n.replyFound(origin, l, s.Side, n.self)
 		return
 	}
-	if s.Side == pb.Side_SIDE_PRED {
-		// We are a predecessor candidate: the origin goes right after us unless our successor
-		// lies between us and the origin.
-		cur := lk.succ
-		if !cur.IsZero() && cur.ID != origin.ID && overlay.StrictlyBetween(n.self.Start, cur.Start, origin.Start) && s.Hops < n.cfg.MaxHops {
-			s.Hops++
-			n.send(cur.ID, &pb.Envelope{Body: &pb.Envelope_LevelScan{LevelScan: s}})
-			return
-		}
-		lk.succ = origin
-		if cur.ID == origin.ID {
-			cur = overlay.Peer{}
-		}
-		n.replyFound(origin, l, s.Side, cur)
-		return
+	cur := &lk.succ
+	if s.Side == pb.Side_SIDE_SUCC {
+		cur = &lk.pred
 	}
-	cur := lk.pred
-	if !cur.IsZero() && cur.ID != origin.ID && overlay.StrictlyBetween(origin.Start, cur.Start, n.self.Start) && s.Hops < n.cfg.MaxHops {
-		s.Hops++
-		n.send(cur.ID, &pb.Envelope{Body: &pb.Envelope_LevelScan{LevelScan: s}})
-		return
+	other := *cur
+	if other.ID == origin.ID {
+		other = overlay.Peer{}
 	}
-	lk.pred = origin
-	if cur.ID == origin.ID {
-		cur = overlay.Peer{}
-	}
-	n.replyFound(origin, l, s.Side, cur)
+	*cur = origin
+	n.replyFound(origin, l, s.Side, other)
 }
 
 func (n *Node) replyFound(origin overlay.Peer, l int, side pb.Side, other overlay.Peer) {
-	n.send(origin.ID, &pb.Envelope{Body: &pb.Envelope_LevelFound{LevelFound: &pb.LevelFound{
+	n.forward(origin.ID, &pb.Envelope{Body: &pb.Envelope_LevelFound{LevelFound: &pb.LevelFound{
 		Level: uint32(l), Side: side, Node: n.selfRef, Other: other.ToPB(),
 	}}})
 }
@@ -328,16 +382,13 @@ func (n *Node) onLevelFound(f *pb.LevelFound) {
 	}
 	l := int(f.Level)
 	if f.Alone {
+		// The scan walked the whole ring below without meeting a node that shares l bits: links
+		// on level l and above point at nodes that left or failed. (A node that linked in while
+		// the scan walked will find this one again with its own scans.)
 		if l < len(n.levels) {
-			lk := n.levels[l]
-			if (!lk.pred.IsZero() && lk.pred.ID != n.self.ID) || (!lk.succ.IsZero() && lk.succ.ID != n.self.ID) {
-				return // company arrived meanwhile
-			}
 			n.levels = n.levels[:l]
 		}
-		if n.join.climb == l {
-			n.join.climb = 0
-		}
+		n.passStep(l, f.Side)
 		return
 	}
 	if l > len(n.levels) {
@@ -355,7 +406,7 @@ func (n *Node) onLevelFound(f *pb.LevelFound) {
 				lk.succ = node
 			} else {
 				lk.succ = other
-				n.updateNeighbor(other.ID, l, pb.Side_SIDE_PRED, n.self, node.ID)
+				n.updateNeighbor(other.ID, l, pb.Side_SIDE_PRED, n.self, node.ID, n.handling)
 			}
 		}
 	} else {
@@ -365,18 +416,26 @@ func (n *Node) onLevelFound(f *pb.LevelFound) {
 				lk.pred = node
 			} else {
 				lk.pred = other
-				n.updateNeighbor(other.ID, l, pb.Side_SIDE_SUCC, n.self, node.ID)
+				n.updateNeighbor(other.ID, l, pb.Side_SIDE_SUCC, n.self, node.ID, n.handling)
 			}
 		}
 	}
-	if n.join.climb == l {
-		n.climbTo(l + 1)
+	n.passStep(l, f.Side)
+}
+
+// passStep moves the refresh pass on after the scan of level l answered.
+func (n *Node) passStep(l int, side pb.Side) {
+	if n.maintain.pass == l && side == pb.Side_SIDE_SUCC {
+		n.refreshFrom(l+1, n.maintain.passCause)
 	}
 }
 
 func (n *Node) onNeighborUpdate(from overlay.Peer, u *pb.NeighborUpdate) {
 	if !n.Owns() {
 		return
+	}
+	if n.handling == pb.Cause_CAUSE_REPAIR {
+		n.urgent()
 	}
 	l := int(u.Level)
 	node := overlay.PeerFromPB(u.Node)

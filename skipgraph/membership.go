@@ -13,9 +13,6 @@ type joinState struct {
 	position   overlay.Key
 	seq        uint64 // identifies the current attempt's timer
 	attempts   int
-	// climb is the level being linked after the join (0: not climbing).
-	climb       int
-	climbSentAt time.Time
 }
 
 type leaveState struct {
@@ -46,7 +43,7 @@ func (n *Node) sendJoin() {
 	n.join.attempts++
 	n.send(n.join.introducer, &pb.Envelope{Body: &pb.Envelope_JoinRequest{JoinRequest: &pb.JoinRequest{
 		Joiner: n.selfRef, Route: &pb.Route{Key: []byte(n.join.position)},
-	}}})
+	}}}, pb.Cause_CAUSE_JOIN)
 	n.env.SetTimer(n.cfg.JoinTimeout, overlay.Timer{Kind: timerJoin, ID: n.join.seq})
 }
 
@@ -88,7 +85,7 @@ const (
 func (n *Node) onJoinRequest(j *pb.JoinRequest) {
 	joiner := overlay.PeerFromPB(j.Joiner)
 	refuse := func(reason string) {
-		n.send(joiner.ID, &pb.Envelope{Body: &pb.Envelope_JoinRefused{JoinRefused: &pb.JoinRefused{Reason: reason}}})
+		n.send(joiner.ID, &pb.Envelope{Body: &pb.Envelope_JoinRefused{JoinRefused: &pb.JoinRefused{Reason: reason}}}, pb.Cause_CAUSE_JOIN)
 	}
 	if !n.route(&pb.Envelope{Body: &pb.Envelope_JoinRequest{JoinRequest: j}}, j.Route, func(pb.Status) { refuse("no route to the owner") }) {
 		return
@@ -150,8 +147,7 @@ func (n *Node) joinSplit(mine overlay.Range, position overlay.Key) (overlay.Key,
 	return position, nil
 }
 
-// joined runs when the joiner's piece committed: it takes its place on level 0 and starts
-// climbing.
+// joined runs when the joiner's piece committed: it takes its place on level 0 and climbs.
 func (n *Node) joined(x *inXfer) {
 	n.self.Start = x.piece.Start
 	n.self.Version++
@@ -164,25 +160,14 @@ func (n *Node) joined(x *inXfer) {
 	n.levels = []link{{pred: x.from, succ: succ}}
 	n.succList = n.trimSuccList(x.succList)
 	if succ.ID != x.from.ID {
-		n.send(succ.ID, &pb.Envelope{Body: &pb.Envelope_NeighborUpdate{NeighborUpdate: &pb.NeighborUpdate{
-			Level: 0, Side: pb.Side_SIDE_PRED, Node: n.selfRef, Expect: []byte(x.from.ID),
-		}}})
+		n.updateNeighbor(succ.ID, 0, pb.Side_SIDE_PRED, n.self, x.from.ID, pb.Cause_CAUSE_JOIN)
 	}
 	n.env.Report(overlay.Event{Kind: overlay.EventJoined, Range: n.Range()})
 	n.startMaintenance()
-	n.climbTo(1)
-}
-
-// climbTo links the node on level ℓ by scanning the level below for the nearest node counter-
-// clockwise that shares ℓ membership bits.
-func (n *Node) climbTo(level int) {
-	n.join.climb = level
-	n.join.climbSentAt = n.env.Now()
-	if level >= overlay.MaxLevel {
-		n.join.climb = 0
-		return
-	}
-	n.sendScan(level, pb.Side_SIDE_PRED)
+	// Climb: link every level above 0 by a refresh pass, and keep re-scanning for a while, as
+	// joins that race nearby may each miss the other.
+	n.refreshFrom(1, pb.Cause_CAUSE_JOIN)
+	n.urgent()
 }
 
 // Leave hands the node's whole range to its level-0 predecessor, unlinks it from every level,
@@ -238,14 +223,10 @@ func (n *Node) left(receiver overlay.Peer) {
 			continue
 		}
 		if l > 0 || p.ID != receiver.ID {
-			n.send(p.ID, &pb.Envelope{Body: &pb.Envelope_NeighborUpdate{NeighborUpdate: &pb.NeighborUpdate{
-				Level: uint32(l), Side: pb.Side_SIDE_SUCC, Node: s.ToPB(), Expect: []byte(n.self.ID),
-			}}})
+			n.updateNeighbor(p.ID, l, pb.Side_SIDE_SUCC, s, n.self.ID, pb.Cause_CAUSE_LEAVE)
 		}
 		if s.ID != p.ID || l == 0 {
-			n.send(s.ID, &pb.Envelope{Body: &pb.Envelope_NeighborUpdate{NeighborUpdate: &pb.NeighborUpdate{
-				Level: uint32(l), Side: pb.Side_SIDE_PRED, Node: p.ToPB(), Expect: []byte(n.self.ID),
-			}}})
+			n.updateNeighbor(s.ID, l, pb.Side_SIDE_PRED, p, n.self.ID, pb.Cause_CAUSE_LEAVE)
 		}
 	}
 	n.env.SetTimer(n.cfg.Linger, overlay.Timer{Kind: timerLinger})

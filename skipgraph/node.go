@@ -73,6 +73,10 @@ type Node struct {
 	nextReq uint64
 	pending map[uint64]*request
 
+	// handling is the cause of the message being handled (or of the local request being
+	// started); messages sent on its behalf inherit it.
+	handling pb.Cause
+
 	Stats Stats
 }
 
@@ -86,7 +90,12 @@ type Stats struct {
 	HandoffsIn  int // handoffs this node received, committed
 	ItemsOut    int // items given in flipped handoffs
 	Aborts      int // handoffs aborted
+	// Sent counts messages sent, by cause.
+	Sent [NumCauses]uint64
 }
+
+// NumCauses bounds pb.Cause values, for per-cause counters.
+const NumCauses = int(pb.Cause_CAUSE_BALANCE) + 1
 
 // New creates a node with identity id. It owns nothing until Bootstrap or a Join completes.
 func New(env overlay.Env, store overlay.Store, id overlay.NodeID, cfg Config) (*Node, error) {
@@ -183,9 +192,17 @@ func (n *Node) refreshSelfRef() {
 	}
 }
 
-func (n *Node) send(to overlay.NodeID, m *pb.Envelope) {
+// send stamps m with this node's descriptor and cause, counts it, and hands it to the runtime.
+func (n *Node) send(to overlay.NodeID, m *pb.Envelope, cause pb.Cause) {
 	m.From = n.selfRef
+	m.Cause = cause
+	n.Stats.Sent[cause]++
 	n.env.Send(to, m)
+}
+
+// forward sends on a message this node is handling, keeping its cause.
+func (n *Node) forward(to overlay.NodeID, m *pb.Envelope) {
+	n.send(to, m, n.handling)
 }
 
 func (n *Node) reject(from overlay.NodeID, err error) {
@@ -200,6 +217,7 @@ func (n *Node) Handle(from overlay.NodeID, m *pb.Envelope) {
 		return
 	}
 	sender := overlay.PeerFromPB(m.From)
+	n.handling = m.Cause
 	n.learn(sender)
 	n.maintain.heardFrom(sender.ID)
 	switch b := m.Body.(type) {
@@ -282,3 +300,4 @@ func (n *Node) learn(p overlay.Peer) {
 		refresh(&n.succList[i])
 	}
 }
+

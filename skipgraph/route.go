@@ -94,8 +94,9 @@ func (n *Node) route(m *pb.Envelope, r *pb.Route, onDrop func(pb.Status)) bool {
 	case hopLocal:
 		return true
 	case hopForward:
-		n.send(to, m)
+		n.forward(to, m)
 	case hopHold:
+		m.Cause = n.handling
 		n.held = append(n.held, m)
 	case hopDrop:
 		status := pb.Status_STATUS_ERROR
@@ -112,6 +113,7 @@ func (n *Node) releaseHeld() {
 	held := n.held
 	n.held = nil
 	for _, m := range held {
+		n.handling = m.Cause
 		n.dispatchRouted(m)
 	}
 }

@@ -104,6 +104,9 @@ func (n *Node) validate(m *pb.Envelope) error {
 		if len(b.Pong.SuccList) > 4*n.cfg.SuccessorListLen {
 			return errors.New("successor list too long")
 		}
+		if len(b.Pong.Preds) > overlay.MaxLevel || len(b.Pong.Succs) > overlay.MaxLevel {
+			return errors.New("level table too long")
+		}
 	}
 	return nil
 }

@@ -236,6 +236,69 @@ func (Side) EnumDescriptor() ([]byte, []int) {
 	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{3}
 }
 
+// Cause says which activity a message serves, for accounting: a message forwarded keeps the
+// cause of the one that started it.
+type Cause int32
+
+const (
+	Cause_CAUSE_UNSPECIFIED Cause = 0
+	Cause_CAUSE_CLIENT      Cause = 1
+	Cause_CAUSE_JOIN        Cause = 2
+	Cause_CAUSE_LEAVE       Cause = 3
+	Cause_CAUSE_MAINTAIN    Cause = 4
+	Cause_CAUSE_REPAIR      Cause = 5
+	Cause_CAUSE_BALANCE     Cause = 6
+)
+
+// Enum value maps for Cause.
+var (
+	Cause_name = map[int32]string{
+		0: "CAUSE_UNSPECIFIED",
+		1: "CAUSE_CLIENT",
+		2: "CAUSE_JOIN",
+		3: "CAUSE_LEAVE",
+		4: "CAUSE_MAINTAIN",
+		5: "CAUSE_REPAIR",
+		6: "CAUSE_BALANCE",
+	}
+	Cause_value = map[string]int32{
+		"CAUSE_UNSPECIFIED": 0,
+		"CAUSE_CLIENT":      1,
+		"CAUSE_JOIN":        2,
+		"CAUSE_LEAVE":       3,
+		"CAUSE_MAINTAIN":    4,
+		"CAUSE_REPAIR":      5,
+		"CAUSE_BALANCE":     6,
+	}
+)
+
+func (x Cause) Enum() *Cause {
+	p := new(Cause)
+	*p = x
+	return p
+}
+
+func (x Cause) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Cause) Descriptor() protoreflect.EnumDescriptor {
+	return file_overlay_pb_overlay_proto_enumTypes[4].Descriptor()
+}
+
+func (Cause) Type() protoreflect.EnumType {
+	return &file_overlay_pb_overlay_proto_enumTypes[4]
+}
+
+func (x Cause) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Cause.Descriptor instead.
+func (Cause) EnumDescriptor() ([]byte, []int) {
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{4}
+}
+
 // NodeRef describes a node: identity, start of its range with that start's version, membership
 // vector, and listen addresses (multiaddr bytes) for the libp2p runtime.
 type NodeRef struct {
@@ -1634,12 +1697,14 @@ func (x *LevelFound) GetAlone() bool {
 	return false
 }
 
-// Ping probes a neighbour at a level; Pong returns its links there (and at level 0 its successor
-// list) for stabilization.
+// Ping probes a level-0 neighbour; Pong returns its links there and its successor list for
+// stabilization. A node pinging its successor asks for its links on every level (table), so
+// that if the successor dies it can relink the dead node's neighbours on its behalf.
 type Ping struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
 	Level         uint32                 `protobuf:"varint,2,opt,name=level,proto3" json:"level,omitempty"`
+	Table         bool                   `protobuf:"varint,3,opt,name=table,proto3" json:"table,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1688,13 +1753,23 @@ func (x *Ping) GetLevel() uint32 {
 	return 0
 }
 
+func (x *Ping) GetTable() bool {
+	if x != nil {
+		return x.Table
+	}
+	return false
+}
+
 type Pong struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
-	Level         uint32                 `protobuf:"varint,2,opt,name=level,proto3" json:"level,omitempty"`
-	Pred          *NodeRef               `protobuf:"bytes,3,opt,name=pred,proto3" json:"pred,omitempty"`
-	Succ          *NodeRef               `protobuf:"bytes,4,opt,name=succ,proto3" json:"succ,omitempty"`
-	SuccList      []*NodeRef             `protobuf:"bytes,5,rep,name=succ_list,json=succList,proto3" json:"succ_list,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Seq      uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Level    uint32                 `protobuf:"varint,2,opt,name=level,proto3" json:"level,omitempty"`
+	Pred     *NodeRef               `protobuf:"bytes,3,opt,name=pred,proto3" json:"pred,omitempty"`
+	Succ     *NodeRef               `protobuf:"bytes,4,opt,name=succ,proto3" json:"succ,omitempty"`
+	SuccList []*NodeRef             `protobuf:"bytes,5,rep,name=succ_list,json=succList,proto3" json:"succ_list,omitempty"`
+	// preds[l] and succs[l]: the responder's neighbours on level l (when table was asked).
+	Preds         []*NodeRef `protobuf:"bytes,6,rep,name=preds,proto3" json:"preds,omitempty"`
+	Succs         []*NodeRef `protobuf:"bytes,7,rep,name=succs,proto3" json:"succs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1764,11 +1839,26 @@ func (x *Pong) GetSuccList() []*NodeRef {
 	return nil
 }
 
+func (x *Pong) GetPreds() []*NodeRef {
+	if x != nil {
+		return x.Preds
+	}
+	return nil
+}
+
+func (x *Pong) GetSuccs() []*NodeRef {
+	if x != nil {
+		return x.Succs
+	}
+	return nil
+}
+
 type Envelope struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// from is the sender's current descriptor, piggybacked on every message so that neighbours
 	// learn fresh range starts.
-	From *NodeRef `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	From  *NodeRef `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	Cause Cause    `protobuf:"varint,2,opt,name=cause,proto3,enum=skiprange.overlay.Cause" json:"cause,omitempty"`
 	// Types that are valid to be assigned to Body:
 	//
 	//	*Envelope_Lookup
@@ -1829,6 +1919,13 @@ func (x *Envelope) GetFrom() *NodeRef {
 		return x.From
 	}
 	return nil
+}
+
+func (x *Envelope) GetCause() Cause {
+	if x != nil {
+		return x.Cause
+	}
+	return Cause_CAUSE_UNSPECIFIED
 }
 
 func (x *Envelope) GetBody() isEnvelope_Body {
@@ -2229,18 +2326,23 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x04side\x18\x02 \x01(\x0e2\x17.skiprange.overlay.SideR\x04side\x12.\n" +
 	"\x04node\x18\x03 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04node\x120\n" +
 	"\x05other\x18\x04 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x05other\x12\x14\n" +
-	"\x05alone\x18\x05 \x01(\bR\x05alone\".\n" +
+	"\x05alone\x18\x05 \x01(\bR\x05alone\"D\n" +
 	"\x04Ping\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x14\n" +
-	"\x05level\x18\x02 \x01(\rR\x05level\"\xc7\x01\n" +
+	"\x05level\x18\x02 \x01(\rR\x05level\x12\x14\n" +
+	"\x05table\x18\x03 \x01(\bR\x05table\"\xab\x02\n" +
 	"\x04Pong\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\rR\x05level\x12.\n" +
 	"\x04pred\x18\x03 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04pred\x12.\n" +
 	"\x04succ\x18\x04 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04succ\x127\n" +
-	"\tsucc_list\x18\x05 \x03(\v2\x1a.skiprange.overlay.NodeRefR\bsuccList\"\xe1\t\n" +
+	"\tsucc_list\x18\x05 \x03(\v2\x1a.skiprange.overlay.NodeRefR\bsuccList\x120\n" +
+	"\x05preds\x18\x06 \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05preds\x120\n" +
+	"\x05succs\x18\a \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05succs\"\x91\n" +
+	"\n" +
 	"\bEnvelope\x12.\n" +
-	"\x04from\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04from\x123\n" +
+	"\x04from\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04from\x12.\n" +
+	"\x05cause\x18\x02 \x01(\x0e2\x18.skiprange.overlay.CauseR\x05cause\x123\n" +
 	"\x06lookup\x18\n" +
 	" \x01(\v2\x19.skiprange.overlay.LookupH\x00R\x06lookup\x12C\n" +
 	"\flookup_reply\x18\v \x01(\v2\x1e.skiprange.overlay.LookupReplyH\x00R\vlookupReply\x12@\n" +
@@ -2288,7 +2390,16 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x04Side\x12\x14\n" +
 	"\x10SIDE_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tSIDE_PRED\x10\x01\x12\r\n" +
-	"\tSIDE_SUCC\x10\x02B+Z)github.com/skiprange/skiprange/overlay/pbb\x06proto3"
+	"\tSIDE_SUCC\x10\x02*\x8a\x01\n" +
+	"\x05Cause\x12\x15\n" +
+	"\x11CAUSE_UNSPECIFIED\x10\x00\x12\x10\n" +
+	"\fCAUSE_CLIENT\x10\x01\x12\x0e\n" +
+	"\n" +
+	"CAUSE_JOIN\x10\x02\x12\x0f\n" +
+	"\vCAUSE_LEAVE\x10\x03\x12\x12\n" +
+	"\x0eCAUSE_MAINTAIN\x10\x04\x12\x10\n" +
+	"\fCAUSE_REPAIR\x10\x05\x12\x11\n" +
+	"\rCAUSE_BALANCE\x10\x06B+Z)github.com/skiprange/skiprange/overlay/pbb\x06proto3"
 
 var (
 	file_overlay_pb_overlay_proto_rawDescOnce sync.Once
@@ -2302,91 +2413,95 @@ func file_overlay_pb_overlay_proto_rawDescGZIP() []byte {
 	return file_overlay_pb_overlay_proto_rawDescData
 }
 
-var file_overlay_pb_overlay_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_overlay_pb_overlay_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
 var file_overlay_pb_overlay_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_overlay_pb_overlay_proto_goTypes = []any{
 	(Op)(0),                  // 0: skiprange.overlay.Op
 	(Status)(0),              // 1: skiprange.overlay.Status
 	(HandoffKind)(0),         // 2: skiprange.overlay.HandoffKind
 	(Side)(0),                // 3: skiprange.overlay.Side
-	(*NodeRef)(nil),          // 4: skiprange.overlay.NodeRef
-	(*Item)(nil),             // 5: skiprange.overlay.Item
-	(*Route)(nil),            // 6: skiprange.overlay.Route
-	(*Lookup)(nil),           // 7: skiprange.overlay.Lookup
-	(*LookupReply)(nil),      // 8: skiprange.overlay.LookupReply
-	(*RangeQuery)(nil),       // 9: skiprange.overlay.RangeQuery
-	(*RangeReply)(nil),       // 10: skiprange.overlay.RangeReply
-	(*BatchPut)(nil),         // 11: skiprange.overlay.BatchPut
-	(*BatchPutReply)(nil),    // 12: skiprange.overlay.BatchPutReply
-	(*JoinRequest)(nil),      // 13: skiprange.overlay.JoinRequest
-	(*JoinRefused)(nil),      // 14: skiprange.overlay.JoinRefused
-	(*Handoff)(nil),          // 15: skiprange.overlay.Handoff
-	(*HandoffAck)(nil),       // 16: skiprange.overlay.HandoffAck
-	(*HandoffCommit)(nil),    // 17: skiprange.overlay.HandoffCommit
-	(*HandoffCommitAck)(nil), // 18: skiprange.overlay.HandoffCommitAck
-	(*HandoffAbort)(nil),     // 19: skiprange.overlay.HandoffAbort
-	(*NeighborUpdate)(nil),   // 20: skiprange.overlay.NeighborUpdate
-	(*LevelScan)(nil),        // 21: skiprange.overlay.LevelScan
-	(*LevelFound)(nil),       // 22: skiprange.overlay.LevelFound
-	(*Ping)(nil),             // 23: skiprange.overlay.Ping
-	(*Pong)(nil),             // 24: skiprange.overlay.Pong
-	(*Envelope)(nil),         // 25: skiprange.overlay.Envelope
+	(Cause)(0),               // 4: skiprange.overlay.Cause
+	(*NodeRef)(nil),          // 5: skiprange.overlay.NodeRef
+	(*Item)(nil),             // 6: skiprange.overlay.Item
+	(*Route)(nil),            // 7: skiprange.overlay.Route
+	(*Lookup)(nil),           // 8: skiprange.overlay.Lookup
+	(*LookupReply)(nil),      // 9: skiprange.overlay.LookupReply
+	(*RangeQuery)(nil),       // 10: skiprange.overlay.RangeQuery
+	(*RangeReply)(nil),       // 11: skiprange.overlay.RangeReply
+	(*BatchPut)(nil),         // 12: skiprange.overlay.BatchPut
+	(*BatchPutReply)(nil),    // 13: skiprange.overlay.BatchPutReply
+	(*JoinRequest)(nil),      // 14: skiprange.overlay.JoinRequest
+	(*JoinRefused)(nil),      // 15: skiprange.overlay.JoinRefused
+	(*Handoff)(nil),          // 16: skiprange.overlay.Handoff
+	(*HandoffAck)(nil),       // 17: skiprange.overlay.HandoffAck
+	(*HandoffCommit)(nil),    // 18: skiprange.overlay.HandoffCommit
+	(*HandoffCommitAck)(nil), // 19: skiprange.overlay.HandoffCommitAck
+	(*HandoffAbort)(nil),     // 20: skiprange.overlay.HandoffAbort
+	(*NeighborUpdate)(nil),   // 21: skiprange.overlay.NeighborUpdate
+	(*LevelScan)(nil),        // 22: skiprange.overlay.LevelScan
+	(*LevelFound)(nil),       // 23: skiprange.overlay.LevelFound
+	(*Ping)(nil),             // 24: skiprange.overlay.Ping
+	(*Pong)(nil),             // 25: skiprange.overlay.Pong
+	(*Envelope)(nil),         // 26: skiprange.overlay.Envelope
 }
 var file_overlay_pb_overlay_proto_depIdxs = []int32{
-	4,  // 0: skiprange.overlay.Lookup.origin:type_name -> skiprange.overlay.NodeRef
-	6,  // 1: skiprange.overlay.Lookup.route:type_name -> skiprange.overlay.Route
+	5,  // 0: skiprange.overlay.Lookup.origin:type_name -> skiprange.overlay.NodeRef
+	7,  // 1: skiprange.overlay.Lookup.route:type_name -> skiprange.overlay.Route
 	0,  // 2: skiprange.overlay.Lookup.op:type_name -> skiprange.overlay.Op
-	4,  // 3: skiprange.overlay.LookupReply.owner:type_name -> skiprange.overlay.NodeRef
+	5,  // 3: skiprange.overlay.LookupReply.owner:type_name -> skiprange.overlay.NodeRef
 	1,  // 4: skiprange.overlay.LookupReply.status:type_name -> skiprange.overlay.Status
-	4,  // 5: skiprange.overlay.RangeQuery.origin:type_name -> skiprange.overlay.NodeRef
-	6,  // 6: skiprange.overlay.RangeQuery.route:type_name -> skiprange.overlay.Route
-	5,  // 7: skiprange.overlay.RangeQuery.items:type_name -> skiprange.overlay.Item
+	5,  // 5: skiprange.overlay.RangeQuery.origin:type_name -> skiprange.overlay.NodeRef
+	7,  // 6: skiprange.overlay.RangeQuery.route:type_name -> skiprange.overlay.Route
+	6,  // 7: skiprange.overlay.RangeQuery.items:type_name -> skiprange.overlay.Item
 	1,  // 8: skiprange.overlay.RangeReply.status:type_name -> skiprange.overlay.Status
-	5,  // 9: skiprange.overlay.RangeReply.items:type_name -> skiprange.overlay.Item
-	4,  // 10: skiprange.overlay.BatchPut.origin:type_name -> skiprange.overlay.NodeRef
-	6,  // 11: skiprange.overlay.BatchPut.route:type_name -> skiprange.overlay.Route
-	5,  // 12: skiprange.overlay.BatchPut.items:type_name -> skiprange.overlay.Item
+	6,  // 9: skiprange.overlay.RangeReply.items:type_name -> skiprange.overlay.Item
+	5,  // 10: skiprange.overlay.BatchPut.origin:type_name -> skiprange.overlay.NodeRef
+	7,  // 11: skiprange.overlay.BatchPut.route:type_name -> skiprange.overlay.Route
+	6,  // 12: skiprange.overlay.BatchPut.items:type_name -> skiprange.overlay.Item
 	1,  // 13: skiprange.overlay.BatchPutReply.status:type_name -> skiprange.overlay.Status
-	4,  // 14: skiprange.overlay.JoinRequest.joiner:type_name -> skiprange.overlay.NodeRef
-	6,  // 15: skiprange.overlay.JoinRequest.route:type_name -> skiprange.overlay.Route
+	5,  // 14: skiprange.overlay.JoinRequest.joiner:type_name -> skiprange.overlay.NodeRef
+	7,  // 15: skiprange.overlay.JoinRequest.route:type_name -> skiprange.overlay.Route
 	2,  // 16: skiprange.overlay.Handoff.kind:type_name -> skiprange.overlay.HandoffKind
-	5,  // 17: skiprange.overlay.Handoff.items:type_name -> skiprange.overlay.Item
-	4,  // 18: skiprange.overlay.Handoff.succ:type_name -> skiprange.overlay.NodeRef
-	4,  // 19: skiprange.overlay.Handoff.succ_list:type_name -> skiprange.overlay.NodeRef
+	6,  // 17: skiprange.overlay.Handoff.items:type_name -> skiprange.overlay.Item
+	5,  // 18: skiprange.overlay.Handoff.succ:type_name -> skiprange.overlay.NodeRef
+	5,  // 19: skiprange.overlay.Handoff.succ_list:type_name -> skiprange.overlay.NodeRef
 	3,  // 20: skiprange.overlay.NeighborUpdate.side:type_name -> skiprange.overlay.Side
-	4,  // 21: skiprange.overlay.NeighborUpdate.node:type_name -> skiprange.overlay.NodeRef
-	4,  // 22: skiprange.overlay.LevelScan.origin:type_name -> skiprange.overlay.NodeRef
+	5,  // 21: skiprange.overlay.NeighborUpdate.node:type_name -> skiprange.overlay.NodeRef
+	5,  // 22: skiprange.overlay.LevelScan.origin:type_name -> skiprange.overlay.NodeRef
 	3,  // 23: skiprange.overlay.LevelScan.side:type_name -> skiprange.overlay.Side
 	3,  // 24: skiprange.overlay.LevelFound.side:type_name -> skiprange.overlay.Side
-	4,  // 25: skiprange.overlay.LevelFound.node:type_name -> skiprange.overlay.NodeRef
-	4,  // 26: skiprange.overlay.LevelFound.other:type_name -> skiprange.overlay.NodeRef
-	4,  // 27: skiprange.overlay.Pong.pred:type_name -> skiprange.overlay.NodeRef
-	4,  // 28: skiprange.overlay.Pong.succ:type_name -> skiprange.overlay.NodeRef
-	4,  // 29: skiprange.overlay.Pong.succ_list:type_name -> skiprange.overlay.NodeRef
-	4,  // 30: skiprange.overlay.Envelope.from:type_name -> skiprange.overlay.NodeRef
-	7,  // 31: skiprange.overlay.Envelope.lookup:type_name -> skiprange.overlay.Lookup
-	8,  // 32: skiprange.overlay.Envelope.lookup_reply:type_name -> skiprange.overlay.LookupReply
-	9,  // 33: skiprange.overlay.Envelope.range_query:type_name -> skiprange.overlay.RangeQuery
-	10, // 34: skiprange.overlay.Envelope.range_reply:type_name -> skiprange.overlay.RangeReply
-	11, // 35: skiprange.overlay.Envelope.batch_put:type_name -> skiprange.overlay.BatchPut
-	12, // 36: skiprange.overlay.Envelope.batch_put_reply:type_name -> skiprange.overlay.BatchPutReply
-	13, // 37: skiprange.overlay.Envelope.join_request:type_name -> skiprange.overlay.JoinRequest
-	14, // 38: skiprange.overlay.Envelope.join_refused:type_name -> skiprange.overlay.JoinRefused
-	15, // 39: skiprange.overlay.Envelope.handoff:type_name -> skiprange.overlay.Handoff
-	16, // 40: skiprange.overlay.Envelope.handoff_ack:type_name -> skiprange.overlay.HandoffAck
-	17, // 41: skiprange.overlay.Envelope.handoff_commit:type_name -> skiprange.overlay.HandoffCommit
-	19, // 42: skiprange.overlay.Envelope.handoff_abort:type_name -> skiprange.overlay.HandoffAbort
-	18, // 43: skiprange.overlay.Envelope.handoff_commit_ack:type_name -> skiprange.overlay.HandoffCommitAck
-	20, // 44: skiprange.overlay.Envelope.neighbor_update:type_name -> skiprange.overlay.NeighborUpdate
-	21, // 45: skiprange.overlay.Envelope.level_scan:type_name -> skiprange.overlay.LevelScan
-	22, // 46: skiprange.overlay.Envelope.level_found:type_name -> skiprange.overlay.LevelFound
-	23, // 47: skiprange.overlay.Envelope.ping:type_name -> skiprange.overlay.Ping
-	24, // 48: skiprange.overlay.Envelope.pong:type_name -> skiprange.overlay.Pong
-	49, // [49:49] is the sub-list for method output_type
-	49, // [49:49] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	5,  // 25: skiprange.overlay.LevelFound.node:type_name -> skiprange.overlay.NodeRef
+	5,  // 26: skiprange.overlay.LevelFound.other:type_name -> skiprange.overlay.NodeRef
+	5,  // 27: skiprange.overlay.Pong.pred:type_name -> skiprange.overlay.NodeRef
+	5,  // 28: skiprange.overlay.Pong.succ:type_name -> skiprange.overlay.NodeRef
+	5,  // 29: skiprange.overlay.Pong.succ_list:type_name -> skiprange.overlay.NodeRef
+	5,  // 30: skiprange.overlay.Pong.preds:type_name -> skiprange.overlay.NodeRef
+	5,  // 31: skiprange.overlay.Pong.succs:type_name -> skiprange.overlay.NodeRef
+	5,  // 32: skiprange.overlay.Envelope.from:type_name -> skiprange.overlay.NodeRef
+	4,  // 33: skiprange.overlay.Envelope.cause:type_name -> skiprange.overlay.Cause
+	8,  // 34: skiprange.overlay.Envelope.lookup:type_name -> skiprange.overlay.Lookup
+	9,  // 35: skiprange.overlay.Envelope.lookup_reply:type_name -> skiprange.overlay.LookupReply
+	10, // 36: skiprange.overlay.Envelope.range_query:type_name -> skiprange.overlay.RangeQuery
+	11, // 37: skiprange.overlay.Envelope.range_reply:type_name -> skiprange.overlay.RangeReply
+	12, // 38: skiprange.overlay.Envelope.batch_put:type_name -> skiprange.overlay.BatchPut
+	13, // 39: skiprange.overlay.Envelope.batch_put_reply:type_name -> skiprange.overlay.BatchPutReply
+	14, // 40: skiprange.overlay.Envelope.join_request:type_name -> skiprange.overlay.JoinRequest
+	15, // 41: skiprange.overlay.Envelope.join_refused:type_name -> skiprange.overlay.JoinRefused
+	16, // 42: skiprange.overlay.Envelope.handoff:type_name -> skiprange.overlay.Handoff
+	17, // 43: skiprange.overlay.Envelope.handoff_ack:type_name -> skiprange.overlay.HandoffAck
+	18, // 44: skiprange.overlay.Envelope.handoff_commit:type_name -> skiprange.overlay.HandoffCommit
+	20, // 45: skiprange.overlay.Envelope.handoff_abort:type_name -> skiprange.overlay.HandoffAbort
+	19, // 46: skiprange.overlay.Envelope.handoff_commit_ack:type_name -> skiprange.overlay.HandoffCommitAck
+	21, // 47: skiprange.overlay.Envelope.neighbor_update:type_name -> skiprange.overlay.NeighborUpdate
+	22, // 48: skiprange.overlay.Envelope.level_scan:type_name -> skiprange.overlay.LevelScan
+	23, // 49: skiprange.overlay.Envelope.level_found:type_name -> skiprange.overlay.LevelFound
+	24, // 50: skiprange.overlay.Envelope.ping:type_name -> skiprange.overlay.Ping
+	25, // 51: skiprange.overlay.Envelope.pong:type_name -> skiprange.overlay.Pong
+	52, // [52:52] is the sub-list for method output_type
+	52, // [52:52] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_overlay_pb_overlay_proto_init() }
@@ -2419,7 +2534,7 @@ func file_overlay_pb_overlay_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_overlay_pb_overlay_proto_rawDesc), len(file_overlay_pb_overlay_proto_rawDesc)),
-			NumEnums:      4,
+			NumEnums:      5,
 			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   0,

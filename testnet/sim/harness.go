@@ -133,3 +133,22 @@ func (h *Harness) randomOwner() overlay.NodeID {
 
 // RandomOwner returns a random live node that owns a range.
 func (h *Harness) RandomOwner() overlay.NodeID { return h.randomOwner() }
+
+// Crash stops node id at once and records the items it owned as lost.
+func (h *Harness) Crash(id overlay.NodeID) error {
+	n := h.Net.Node(id)
+	if n == nil || !h.Net.Alive(id) {
+		return fmt.Errorf("node %s is not running", id)
+	}
+	if n.Owns() {
+		r := n.Range()
+		_ = n.Store().Ascend(r, func(k overlay.Key, _ []byte) bool {
+			if _, ok := h.Expected[k]; ok {
+				h.Lost[k] = true
+			}
+			return true
+		})
+	}
+	_, err := h.Net.Crash(id)
+	return err
+}

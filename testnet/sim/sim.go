@@ -14,6 +14,7 @@ import (
 	"github.com/skiprange/skiprange/node/store"
 	"github.com/skiprange/skiprange/overlay"
 	"github.com/skiprange/skiprange/overlay/pb"
+	"github.com/skiprange/skiprange/skipgraph"
 )
 
 // Config describes the simulated network.
@@ -58,6 +59,19 @@ type Network struct {
 	OnEvent  func(at overlay.NodeID, e overlay.Event)
 
 	Stats Stats
+
+	retired [skipgraph.NumCauses]uint64 // messages sent by nodes since restarted
+}
+
+// SentByCause sums, over every node that ever ran, the messages sent for each pb.Cause.
+func (nw *Network) SentByCause() [skipgraph.NumCauses]uint64 {
+	total := nw.retired
+	for _, s := range nw.order {
+		for c, v := range s.node.Stats.Sent {
+			total[c] += v
+		}
+	}
+	return total
 }
 
 // Stats counts the network's traffic.
@@ -124,6 +138,11 @@ func (nw *Network) Add(id overlay.NodeID) (*node.Node, error) {
 }
 
 func (nw *Network) start(s *simNode) (*node.Node, error) {
+	if s.node != nil {
+		for c, v := range s.node.Stats.Sent {
+			nw.retired[c] += v
+		}
+	}
 	h := fnv.New64a()
 	h.Write([]byte(s.id))
 	s.incarnation++

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+// progress draws a progress bar on a terminal, or prints a line every few seconds elsewhere.
+type progress struct {
+	w       io.Writer
+	tty     bool
+	off     bool
+	phase   string
+	last    time.Time
+	started time.Time
+}
+
+func newProgress(w io.Writer, off bool) *progress {
+	tty := false
+	if f, ok := w.(*os.File); ok {
+		if st, err := f.Stat(); err == nil {
+			tty = st.Mode()&os.ModeCharDevice != 0
+		}
+	}
+	return &progress{w: w, tty: tty, off: off, started: time.Now()}
+}
+
+func (p *progress) update(phase string, done, total int) {
+	if p.off {
+		return
+	}
+	now := time.Now()
+	newPhase := phase != p.phase
+	if newPhase && p.phase != "" && p.tty {
+		fmt.Fprintln(p.w)
+	}
+	every := 5 * time.Second
+	if p.tty {
+		every = 100 * time.Millisecond
+	}
+	if !newPhase && now.Sub(p.last) < every && done < total {
+		return
+	}
+	p.phase, p.last = phase, now
+	frac := 0.0
+	if total > 0 {
+		frac = min(1, float64(done)/float64(total))
+	}
+	elapsed := now.Sub(p.started).Round(time.Second)
+	if p.tty {
+		const width = 30
+		filled := int(frac * width)
+		fmt.Fprintf(p.w, "\r%-18s [%s%s] %5.1f%% %d/%d  %s ", phase,
+			strings.Repeat("█", filled), strings.Repeat("░", width-filled), 100*frac, done, total, elapsed)
+		return
+	}
+	fmt.Fprintf(p.w, "%s: %d/%d (%.0f%%) after %s\n", phase, done, total, 100*frac, elapsed)
+}
+
+func (p *progress) finish() {
+	if !p.off && p.tty && p.phase != "" {
+		fmt.Fprintln(p.w)
+	}
+}
