@@ -300,4 +300,3 @@ func (n *Node) learn(p overlay.Peer) {
 		refresh(&n.succList[i])
 	}
 }
-

@@ -361,7 +361,7 @@ func (e *env) SetTimer(after time.Duration, t overlay.Timer) {
 	e.nw.schedule(event{at: e.nw.now + after, to: e.node, incarnation: e.incarnation, timer: t})
 }
 
-func (e *env) Rand() *rand.Rand     { return e.rng }
+func (e *env) Rand() *rand.Rand    { return e.rng }
 func (e *env) Logger() *zap.Logger { return e.log }
 
 // Complete hands the result to OnResult as a separate event at the current time, so that a
