@@ -100,7 +100,7 @@ func PeerFromPB(r *pb.NodeRef) Peer {
 	if r == nil {
 		return Peer{}
 	}
-	return Peer{ID: NodeID(r.Id), Start: Key(r.Start), Version: r.Version, MVec: MVec(r.Mvec), Addrs: r.Addrs}
+	return Peer{ID: NodeID(r.Id), Start: Key(r.Start), Version: r.Version, MVec: MVec(r.Mvec), Incarnation: r.Incarnation, Addrs: r.Addrs}
 }
 
 // ToPB converts p to its wire descriptor; the zero Peer gives nil.
@@ -108,7 +108,7 @@ func (p Peer) ToPB() *pb.NodeRef {
 	if p.IsZero() {
 		return nil
 	}
-	return &pb.NodeRef{Id: []byte(p.ID), Start: []byte(p.Start), Version: p.Version, Mvec: uint64(p.MVec), Addrs: p.Addrs}
+	return &pb.NodeRef{Id: []byte(p.ID), Start: []byte(p.Start), Version: p.Version, Mvec: uint64(p.MVec), Incarnation: p.Incarnation, Addrs: p.Addrs}
 }
 
 // ItemsToPB converts items to wire form (keys and values are shared, not copied).

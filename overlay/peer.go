@@ -34,14 +34,16 @@ func SameRing(a, b MVec, level int) bool {
 }
 
 // Peer describes a node as others know it: identity, the start of its range, the version of that
-// start (raised at every handoff that moves it, so fresher news wins), its membership vector and,
-// under libp2p, its listen addresses.
+// start (raised at every handoff that moves it, so fresher news wins), its membership vector, its
+// incarnation (drawn anew when a node starts without its old state, so that its neighbours can
+// tell it from the node they linked to) and, under libp2p, its listen addresses.
 type Peer struct {
-	ID      NodeID
-	Start   Key
-	Version uint64
-	MVec    MVec
-	Addrs   [][]byte
+	ID          NodeID
+	Start       Key
+	Version     uint64
+	MVec        MVec
+	Incarnation uint64
+	Addrs       [][]byte
 }
 
 // IsZero reports whether p names no node.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/skiprange/skiprange/overlay"
 	"github.com/skiprange/skiprange/overlay/pb"
 )
@@ -136,6 +138,9 @@ func (n *Node) onHandoffAck(from overlay.Peer, a *pb.HandoffAck) {
 		return
 	}
 	x.flipped = true
+	n.debug("handoff flipped", func() []zap.Field {
+		return []zap.Field{zap.String("kind", x.kind.String()), zap.String("to", string(x.to.ID)), zap.Stringer("piece", x.piece)}
+	})
 	n.Stats.HandoffsOut++
 	n.Stats.ItemsOut += x.items
 	x.onFlip()

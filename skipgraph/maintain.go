@@ -1,7 +1,10 @@
 package skipgraph
 
 import (
+	"fmt"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/skiprange/skiprange/overlay"
 	"github.com/skiprange/skiprange/overlay/pb"
@@ -47,8 +50,11 @@ type maintainState struct {
 	passSentAt time.Time
 	passCause  pb.Cause
 	passEnded  time.Time
-	// urgentUntil: after a failure nearby, passes follow each other without pause until then.
+	// urgentUntil: after a failure nearby, every level is re-scanned each tick until then.
 	urgentUntil time.Time
+	// intruder is a node that the successor names as its predecessor although it lies between
+	// this node and the successor: pinged, it is re-admitted if it answers (see readmit).
+	intruder overlay.NodeID
 }
 
 // urgentFor is how long, in probe intervals, a node re-scans all its levels every tick after a
@@ -166,6 +172,13 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 	if !n.Owns() || info.level != 0 {
 		return
 	}
+	if from.ID == n.maintain.intruder {
+		n.maintain.intruder = ""
+		if overlay.StrictlyBetween(n.self.Start, from.Start, n.end()) {
+			n.readmit(from)
+		}
+		return
+	}
 	if n.levels[0].succ.ID != from.ID {
 		return
 	}
@@ -175,8 +188,40 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 		t.id, t.preds, t.succs = from.ID, peersFromPB(p.Preds), peersFromPB(p.Succs)
 	}
 	// Our successor must see us as its predecessor; tell it otherwise. (It keeps a closer one.)
-	if theirPred := overlay.PeerFromPB(p.Pred); theirPred.ID != n.self.ID {
-		n.updateNeighbor(from.ID, 0, pb.Side_SIDE_PRED, n.self, theirPred.ID, pb.Cause_CAUSE_MAINTAIN)
+	theirPred := overlay.PeerFromPB(p.Pred)
+	if theirPred.ID == n.self.ID {
+		return
+	}
+	if !theirPred.IsZero() && overlay.StrictlyBetween(n.self.Start, theirPred.Start, from.Start) {
+		// A node inside what this node takes for its range: one it wrongly declared dead, or one
+		// that joined its dead successor just before it died. If it answers, it is alive.
+		n.maintain.intruder = theirPred.ID
+		n.ping(theirPred, 0, true)
+		return
+	}
+	n.updateNeighbor(from.ID, 0, pb.Side_SIDE_PRED, n.self, theirPred.ID, pb.Cause_CAUSE_MAINTAIN)
+}
+
+// readmit undoes a take-over that covered a live node x: x still owns its range from x.Start
+// (a false failure suspicion, or a successor list that did not know x yet). This node gives that
+// part back, and the items it took in there meanwhile (writes that would otherwise be lost)
+// follow as a batch write to x.
+func (n *Node) readmit(x overlay.Peer) {
+	piece := overlay.Range{Start: x.Start, End: n.end()}
+	var items []overlay.Item
+	_ = n.store.Ascend(piece, func(k overlay.Key, v []byte) bool {
+		items = append(items, overlay.Item{Key: k, Value: v})
+		return true
+	})
+	n.levels[0].succ = x
+	n.succList = n.trimSuccList(append([]overlay.Peer{x}, n.succList...))
+	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.ID, Range: piece,
+		Detail: fmt.Sprintf("re-admitted a node wrongly declared dead; %d items written meanwhile sent back", len(items))})
+	if len(items) > 0 {
+		n.PutBatch(items)
+		if err := n.store.DeleteRange(piece); err != nil {
+			n.env.Logger().Warn("delete re-admitted range")
+		}
 	}
 }
 
@@ -214,17 +259,28 @@ func (n *Node) onPingTimeout(seq uint64) {
 	}
 }
 
-// peerFailed removes a dead node from every link. A dead level-0 successor's range is taken over
-// and reported lost (its items are gone until replication exists).
+// peerFailed handles a neighbour that stopped answering: its handoffs with this node abort, and
+// linksFailed removes it from every link.
 func (n *Node) peerFailed(id overlay.NodeID) {
 	if !n.Owns() {
 		return
 	}
 	if x := n.out; x != nil && x.to.ID == id && !x.flipped {
+		n.send(id, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: x.id, Reason: "giver gave up on the receiver"}}}, causeOf(x.kind))
 		n.abortOut(x, "receiver failed")
 	}
 	if x := n.in; x != nil && x.from.ID == id && !x.acked {
 		n.discardIn(x)
+	}
+	n.linksFailed(id)
+}
+
+// linksFailed removes a node that is gone (dead, or restarted as a stranger) from every link. A
+// lost level-0 successor's range is taken over and reported lost (its items are gone until
+// replication exists), and its neighbours on the levels above are relinked on its behalf.
+func (n *Node) linksFailed(id overlay.NodeID) {
+	if !n.Owns() {
+		return
 	}
 	list := n.succList[:0]
 	for _, p := range n.succList {
@@ -235,12 +291,19 @@ func (n *Node) peerFailed(id overlay.NodeID) {
 	n.succList = list
 	if n.levels[0].succ.ID == id {
 		oldEnd := n.end()
-		if len(n.succList) == 0 {
+		next := n.nearestClockwise(id)
+		if len(n.succList) > 0 {
+			next = n.succList[0]
+		}
+		if next.IsZero() {
 			n.levels = []link{{pred: n.self, succ: n.self}}
 		} else {
-			n.levels[0].succ = n.succList[0]
+			n.levels[0].succ = next
 		}
 		lost := overlay.Range{Start: oldEnd, End: n.end()}
+		n.debug("successor failed", func() []zap.Field {
+			return []zap.Field{zap.String("dead", string(id)), zap.String("new_succ", string(n.levels[0].succ.ID)), zap.Stringer("taken", lost)}
+		})
 		n.Stats.RangesLost++
 		n.env.Report(overlay.Event{Kind: overlay.EventRangeLost, Peer: id, Range: lost,
 			Detail: "successor failed; its range was taken over without its items"})
@@ -266,6 +329,26 @@ func (n *Node) peerFailed(id overlay.NodeID) {
 		}
 	}
 	n.refreshFrom(1, pb.Cause_CAUSE_REPAIR)
+}
+
+// nearestClockwise returns, among every node this one links to except dead, the first one
+// clockwise: the successor to fall back on when the successor list ran out. If it is not the true
+// successor, the nodes in between show up as intruders and are re-admitted.
+func (n *Node) nearestClockwise(dead overlay.NodeID) overlay.Peer {
+	var best overlay.Peer
+	consider := func(p overlay.Peer) {
+		if p.IsZero() || p.ID == n.self.ID || p.ID == dead {
+			return
+		}
+		if best.IsZero() || overlay.StrictlyBetween(n.self.Start, p.Start, best.Start) {
+			best = p
+		}
+	}
+	for _, lk := range n.levels {
+		consider(lk.pred)
+		consider(lk.succ)
+	}
+	return best
 }
 
 // relinkAround unlinks a dead successor from every level above 0 on its behalf, from the links
@@ -485,6 +568,11 @@ func (n *Node) onNeighborUpdate(from overlay.Peer, u *pb.NeighborUpdate) {
 			n.levels = n.levels[:l]
 		}
 		return
+	}
+	if l == 0 {
+		n.debug("level-0 link updated", func() []zap.Field {
+			return []zap.Field{zap.String("side", u.Side.String()), zap.String("node", string(node.ID)), zap.String("was", string(cur.ID)), zap.String("by", string(from.ID))}
+		})
 	}
 	*cur = node
 	if l == 0 && lk.succ.ID == n.self.ID {

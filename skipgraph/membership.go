@@ -9,7 +9,7 @@ import (
 )
 
 type joinState struct {
-	introducer overlay.NodeID
+	introducers []overlay.NodeID // tried in turn, one per attempt
 	position   overlay.Key
 	seq        uint64 // identifies the current attempt's timer
 	attempts   int
@@ -21,27 +21,42 @@ type leaveState struct {
 }
 
 // Join asks introducer (any node of the overlay) to place this node next to the owner of
-// position; the owner hands over the upper part of its range carrying half its items.
-func (n *Node) Join(introducer overlay.NodeID, position overlay.Key) error {
+// position; the owner hands over the upper part of its range carrying half its items. Attempts
+// that fail go in turn through the other introducers given.
+func (n *Node) Join(introducer overlay.NodeID, position overlay.Key, others ...overlay.NodeID) error {
 	if n.state != StateNew {
 		return fmt.Errorf("join: node is %s", n.state)
 	}
-	if introducer == n.self.ID {
-		return fmt.Errorf("join: a node cannot introduce itself")
+	n.join.introducers = append([]overlay.NodeID{introducer}, others...)
+	for _, id := range n.join.introducers {
+		if id == n.self.ID || id == "" {
+			return fmt.Errorf("join: introducer %q is not another node", id)
+		}
 	}
 	if err := n.checkKey(position); err != nil {
 		return fmt.Errorf("join position: %w", err)
 	}
 	n.state = StateJoining
-	n.join.introducer, n.join.position = introducer, position
+	n.join.position = position
 	n.sendJoin()
 	return nil
+}
+
+// AddIntroducers gives a joining node more nodes to try (the runtime found them, e.g. through
+// discovery, after the ones it had stopped answering).
+func (n *Node) AddIntroducers(ids ...overlay.NodeID) {
+	for _, id := range ids {
+		if id != "" && id != n.self.ID {
+			n.join.introducers = append(n.join.introducers, id)
+		}
+	}
 }
 
 func (n *Node) sendJoin() {
 	n.join.seq++
 	n.join.attempts++
-	n.send(n.join.introducer, &pb.Envelope{Body: &pb.Envelope_JoinRequest{JoinRequest: &pb.JoinRequest{
+	via := n.join.introducers[(n.join.attempts-1)%len(n.join.introducers)]
+	n.send(via, &pb.Envelope{Body: &pb.Envelope_JoinRequest{JoinRequest: &pb.JoinRequest{
 		Joiner: n.selfRef, Route: &pb.Route{Key: []byte(n.join.position)},
 	}}}, pb.Cause_CAUSE_JOIN)
 	n.env.SetTimer(n.cfg.JoinTimeout, overlay.Timer{Kind: timerJoin, ID: n.join.seq})
@@ -94,6 +109,8 @@ func (n *Node) onJoinRequest(j *pb.JoinRequest) {
 		refuse(refuseBusy)
 		return
 	}
+	// A joiner that restarted must not find its former self among the neighbours it is given.
+	n.checkIncarnation(joiner)
 	mine := n.Range()
 	split, err := n.joinSplit(mine, overlay.Key(j.Route.Key))
 	if err != nil {
@@ -176,27 +193,28 @@ func (n *Node) Leave() error {
 	if n.state != StateActive {
 		return fmt.Errorf("leave: node is %s", n.state)
 	}
-	if n.levels[0].succ.ID == n.self.ID {
-		// The last node: there is nobody to hand the range to.
-		n.state = StateLeft
-		n.env.Report(overlay.Event{Kind: overlay.EventRangeLost, Peer: n.self.ID, Range: n.Range(),
-			Detail: "last node left; its items leave with it"})
-		n.onLingerEnd()
-		return nil
-	}
 	n.state = StateLeaving
 	n.tryLeave()
 	return nil
 }
 
 func (n *Node) tryLeave() {
-	if n.state != StateLeaving || n.out != nil {
+	if n.state != StateLeaving {
 		return
 	}
 	pred := n.levels[0].pred
-	if n.in != nil || pred.IsZero() {
+	if n.Busy() || pred.IsZero() {
 		n.leave.attempts++
 		n.env.SetTimer(n.backoff(n.cfg.JoinBackoff, n.leave.attempts), overlay.Timer{Kind: timerLeave})
+		return
+	}
+	if n.levels[0].succ.ID == n.self.ID {
+		// The last node: there is nobody to hand the range to. (Checked only once no handoff is
+		// under way: a lone node giving a joiner its first piece is not the last one if it flips.)
+		n.state = StateLeft
+		n.env.Report(overlay.Event{Kind: overlay.EventRangeLost, Peer: n.self.ID, Range: n.Range(),
+			Detail: "last node left; its items leave with it"})
+		n.onLingerEnd()
 		return
 	}
 	succ := n.levels[0].succ

@@ -3,6 +3,8 @@ package skipgraph
 import (
 	"fmt"
 
+	"go.uber.org/zap"
+
 	"github.com/skiprange/skiprange/overlay"
 	"github.com/skiprange/skiprange/overlay/pb"
 )
@@ -106,7 +108,7 @@ func New(env overlay.Env, store overlay.Store, id overlay.NodeID, cfg Config) (*
 		return nil, fmt.Errorf("skipgraph: empty node id")
 	}
 	n := &Node{env: env, store: store, cfg: cfg, pending: map[uint64]*request{}}
-	n.self = overlay.Peer{ID: id, MVec: overlay.MVecFor(id)}
+	n.self = overlay.Peer{ID: id, MVec: overlay.MVecFor(id), Incarnation: env.Rand().Uint64() | 1}
 	n.maintain.init()
 	n.refreshSelfRef()
 	return n, nil
@@ -159,6 +161,15 @@ func (n *Node) end() overlay.Key {
 	return s.Start
 }
 
+// Responsible reports whether the node is the one holder of key k: it owns k, or it has
+// acknowledged a piece holding k whose giver may already have flipped ownership to it.
+func (n *Node) Responsible(k overlay.Key) bool {
+	if n.in != nil && n.in.acked && n.in.piece.Contains(k) {
+		return true
+	}
+	return n.Owns() && n.Range().Contains(k)
+}
+
 // Height returns how many levels the node is linked on (it is alone on level Height()).
 func (n *Node) Height() int { return len(n.levels) }
 
@@ -205,6 +216,13 @@ func (n *Node) forward(to overlay.NodeID, m *pb.Envelope) {
 	n.send(to, m, n.handling)
 }
 
+// debug logs a protocol event at debug level; the fields are built only when it is enabled.
+func (n *Node) debug(msg string, fields func() []zap.Field) {
+	if ce := n.env.Logger().Check(zap.DebugLevel, msg); ce != nil {
+		ce.Write(fields()...)
+	}
+}
+
 func (n *Node) reject(from overlay.NodeID, err error) {
 	n.Stats.Invalid++
 	n.env.Report(overlay.Event{Kind: overlay.EventInvalidMessage, Peer: from, Detail: err.Error()})
@@ -218,6 +236,7 @@ func (n *Node) Handle(from overlay.NodeID, m *pb.Envelope) {
 	}
 	sender := overlay.PeerFromPB(m.From)
 	n.handling = m.Cause
+	n.checkIncarnation(sender)
 	n.learn(sender)
 	n.maintain.heardFrom(sender.ID)
 	switch b := m.Body.(type) {
@@ -282,13 +301,33 @@ func (n *Node) HandleTimer(t overlay.Timer) {
 	}
 }
 
+// checkIncarnation notices a neighbour that restarted without its state: a message from the same
+// identity with another incarnation means the node this one linked to is gone, and is handled as
+// a failure; the new incarnation is a stranger until it joins.
+func (n *Node) checkIncarnation(p overlay.Peer) {
+	if !n.Owns() || p.Incarnation == 0 {
+		return
+	}
+	stale := false
+	for _, lk := range n.levels {
+		stale = stale || (lk.pred.ID == p.ID && lk.pred.Incarnation != p.Incarnation) ||
+			(lk.succ.ID == p.ID && lk.succ.Incarnation != p.Incarnation)
+	}
+	for _, q := range n.succList {
+		stale = stale || (q.ID == p.ID && q.Incarnation != p.Incarnation)
+	}
+	if stale {
+		n.linksFailed(p.ID)
+	}
+}
+
 // learn refreshes every record of p with p's descriptor when it is at least as fresh.
 func (n *Node) learn(p overlay.Peer) {
 	if p.ID == n.self.ID {
 		return
 	}
 	refresh := func(q *overlay.Peer) {
-		if q.ID == p.ID && p.Version >= q.Version {
+		if q.ID == p.ID && q.Incarnation == p.Incarnation && p.Version >= q.Version {
 			*q = p
 		}
 	}

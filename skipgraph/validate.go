@@ -19,6 +19,10 @@ func (n *Node) validate(m *pb.Envelope) error {
 	if err := n.checkRef(m.From); err != nil {
 		return fmt.Errorf("sender: %w", err)
 	}
+	if m.Cause < 0 || int(m.Cause) >= NumCauses {
+		// The cause indexes Stats.Sent when the message is forwarded.
+		return fmt.Errorf("unknown cause %d", m.Cause)
+	}
 	switch b := m.Body.(type) {
 	case *pb.Envelope_Lookup:
 		if err := n.checkRoute(b.Lookup.Route); err != nil {

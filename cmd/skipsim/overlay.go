@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,7 +17,11 @@ import (
 func runOverlay(args []string, stdout, stderr io.Writer) error {
 	p := sim.DefaultOverlayParams()
 	fs := flag.NewFlagSet("overlay", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// The flag package's own output (the help text, or an error followed by the whole help) is
+	// held back: help asked for goes to stdout like 'skipsim --help'; on an error run prints the
+	// error once, with a pointer to --help.
+	var flagOut bytes.Buffer
+	fs.SetOutput(&flagOut)
 	fs.IntVar(&p.Nodes, "nodes", p.Nodes, "number of nodes `N`; the first starts the network, the rest join through random members")
 	fs.IntVar(&p.Keys, "keys", p.Keys, "number of keys `M` (8-byte integers 0..M-1), at least N; join positions are drawn from them")
 	fs.Uint64Var(&p.Seed, "seed", p.Seed, "random `seed`: the same seed gives the same run")
@@ -37,7 +43,7 @@ func runOverlay(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	quiet := fs.Bool("quiet", false, "no progress output on stderr")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: skipsim overlay [flags]
+		fmt.Fprint(fs.Output(), `Usage: skipsim overlay [flags]
 
 Builds a circular skip graph of N nodes by protocol joins (no central construction), bulk-loads M
 keys through the protocol, runs lookups and range scans from random nodes checking every answer
@@ -54,6 +60,7 @@ Flags:
 	}
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
+			_, _ = stdout.Write(flagOut.Bytes())
 			return err
 		}
 		return badUsage("%v", err)
@@ -62,8 +69,17 @@ Flags:
 		return badUsage("unexpected argument %q", fs.Arg(0))
 	}
 	units := func(name string, v float64, allowZero bool) (time.Duration, error) {
-		if v < 0 || (!allowZero && v == 0) {
+		switch {
+		case math.IsNaN(v):
+			return 0, badUsage("--%s must be a number (got NaN)", name)
+		case allowZero && v < 0:
+			return 0, badUsage("--%s must not be negative (got %g)", name, v)
+		case !allowZero && v <= 0:
 			return 0, badUsage("--%s must be positive (got %g)", name, v)
+		case v*float64(time.Second) >= math.MaxInt64: // also +Inf; would overflow time.Duration
+			return 0, badUsage("--%s is too large (got %g units)", name, v)
+		case v > 0 && time.Duration(v*float64(time.Second)) == 0:
+			return 0, badUsage("--%s is below the 1 ns resolution (got %g units)", name, v)
 		}
 		return time.Duration(v * float64(time.Second)), nil
 	}
@@ -86,8 +102,16 @@ Flags:
 	if p.Net.Node.SkipGraph.RefreshInterval, err = units("refresh-interval", *refresh, true); err != nil {
 		return err
 	}
-	if p.Net.Loss < 0 || p.Net.Loss >= 1 {
+	p.Net.FitTimeouts()
+	if !(p.Net.Loss >= 0 && p.Net.Loss < 1) { // also NaN
 		return badUsage("--loss must be a probability in [0,1) (got %g)", p.Net.Loss)
+	}
+	// p.Validate's range checks let NaN through (every comparison with NaN is false).
+	if math.IsNaN(p.Leave) {
+		return badUsage("--leave must be a fraction in [0,1) (got NaN)")
+	}
+	if math.IsNaN(p.Crash) {
+		return badUsage("--crash must be a fraction in [0,1) (got NaN)")
 	}
 	if err := p.Validate(); err != nil {
 		return badUsage("%v", err)

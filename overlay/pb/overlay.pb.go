@@ -302,12 +302,14 @@ func (Cause) EnumDescriptor() ([]byte, []int) {
 // NodeRef describes a node: identity, start of its range with that start's version, membership
 // vector, and listen addresses (multiaddr bytes) for the libp2p runtime.
 type NodeRef struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            []byte                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Start         []byte                 `protobuf:"bytes,2,opt,name=start,proto3" json:"start,omitempty"`
-	Version       uint64                 `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
-	Mvec          uint64                 `protobuf:"fixed64,4,opt,name=mvec,proto3" json:"mvec,omitempty"`
-	Addrs         [][]byte               `protobuf:"bytes,5,rep,name=addrs,proto3" json:"addrs,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Id      []byte                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Start   []byte                 `protobuf:"bytes,2,opt,name=start,proto3" json:"start,omitempty"`
+	Version uint64                 `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
+	Mvec    uint64                 `protobuf:"fixed64,4,opt,name=mvec,proto3" json:"mvec,omitempty"`
+	Addrs   [][]byte               `protobuf:"bytes,5,rep,name=addrs,proto3" json:"addrs,omitempty"`
+	// incarnation tells a node that restarted without its state from the one its neighbours knew.
+	Incarnation   uint64 `protobuf:"fixed64,6,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -375,6 +377,13 @@ func (x *NodeRef) GetAddrs() [][]byte {
 		return x.Addrs
 	}
 	return nil
+}
+
+func (x *NodeRef) GetIncarnation() uint64 {
+	if x != nil {
+		return x.Incarnation
+	}
+	return 0
 }
 
 type Item struct {
@@ -2213,13 +2222,14 @@ var File_overlay_pb_overlay_proto protoreflect.FileDescriptor
 
 const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\n" +
-	"\x18overlay/pb/overlay.proto\x12\x11skiprange.overlay\"s\n" +
+	"\x18overlay/pb/overlay.proto\x12\x11skiprange.overlay\"\x95\x01\n" +
 	"\aNodeRef\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\fR\x02id\x12\x14\n" +
 	"\x05start\x18\x02 \x01(\fR\x05start\x12\x18\n" +
 	"\aversion\x18\x03 \x01(\x04R\aversion\x12\x12\n" +
 	"\x04mvec\x18\x04 \x01(\x06R\x04mvec\x12\x14\n" +
-	"\x05addrs\x18\x05 \x03(\fR\x05addrs\".\n" +
+	"\x05addrs\x18\x05 \x03(\fR\x05addrs\x12 \n" +
+	"\vincarnation\x18\x06 \x01(\x06R\vincarnation\".\n" +
 	"\x04Item\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value\"\x82\x01\n" +

@@ -102,8 +102,7 @@ func (h *Harness) Build(n int, interval time.Duration, poisson bool, position fu
 			if err != nil {
 				return
 			}
-			intro := h.randomOwner()
-			_ = nd.Join(intro, pos)
+			_ = nd.Join(h.randomOwner(), pos, h.randomOwner(), h.randomOwner())
 		})
 	}
 	deadline := h.Net.Now() + limit
@@ -140,15 +139,12 @@ func (h *Harness) Crash(id overlay.NodeID) error {
 	if n == nil || !h.Net.Alive(id) {
 		return fmt.Errorf("node %s is not running", id)
 	}
-	if n.Owns() {
-		r := n.Range()
-		_ = n.Store().Ascend(r, func(k overlay.Key, _ []byte) bool {
-			if _, ok := h.Expected[k]; ok {
-				h.Lost[k] = true
-			}
-			return true
-		})
-	}
+	_ = n.Store().Ascend(overlay.FullRange, func(k overlay.Key, _ []byte) bool {
+		if _, ok := h.Expected[k]; ok && n.Responsible(k) {
+			h.Lost[k] = true
+		}
+		return true
+	})
 	_, err := h.Net.Crash(id)
 	return err
 }

@@ -35,6 +35,14 @@ type Config struct {
 	Logger *zap.Logger
 }
 
+// FitTimeouts raises the nodes' probe timeout to the longest round trip plus one hop, so that
+// latency and jitter alone never make a healthy node look dead.
+func (c *Config) FitTimeouts() {
+	if min := 2*(c.Latency+c.Jitter) + c.Latency; c.Node.SkipGraph.ProbeTimeout < min {
+		c.Node.SkipGraph.ProbeTimeout = min
+	}
+}
+
 // DefaultConfig returns a lossless network with one time unit per hop.
 func DefaultConfig() Config {
 	return Config{Seed: 1, Latency: time.Second, Node: node.DefaultConfig()}
@@ -107,6 +115,9 @@ func New(cfg Config) (*Network, error) {
 	}
 	if err := cfg.Node.SkipGraph.Validate(); err != nil {
 		return nil, err
+	}
+	if rtt := 2 * (cfg.Latency + cfg.Jitter); cfg.Node.SkipGraph.ProbeTimeout < rtt {
+		return nil, fmt.Errorf("probe timeout %s is shorter than the longest round trip %s: healthy nodes would be declared dead (see Config.FitTimeouts)", cfg.Node.SkipGraph.ProbeTimeout, rtt)
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -196,9 +207,10 @@ func (nw *Network) Crash(id overlay.NodeID) (int, error) {
 	return s.crashedItems, nil
 }
 
-// Restart brings a crashed node back under its identity with an empty store; it rejoins through
-// introducer at position. Its old items were counted lost at the crash.
-func (nw *Network) Restart(id, introducer overlay.NodeID, position overlay.Key) error {
+// Restart brings a crashed node back under its identity with an empty store and a new
+// incarnation; it rejoins through the introducers at position. Its old items were counted lost
+// at the crash.
+func (nw *Network) Restart(id overlay.NodeID, position overlay.Key, introducer overlay.NodeID, others ...overlay.NodeID) error {
 	s := nw.nodes[id]
 	if s == nil || s.alive {
 		return fmt.Errorf("node %s is not crashed", id)
@@ -207,7 +219,7 @@ func (nw *Network) Restart(id, introducer overlay.NodeID, position overlay.Key) 
 	if err != nil {
 		return err
 	}
-	return n.Join(introducer, position)
+	return n.Join(introducer, position, others...)
 }
 
 // Partition puts nodes in numbered groups; messages between different groups are dropped.
