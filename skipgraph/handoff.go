@@ -210,6 +210,9 @@ func (n *Node) onHandoff(from overlay.Peer, h *pb.Handoff) {
 	if x == nil {
 		piece := overlay.Range{Start: overlay.Key(h.Start), End: overlay.Key(h.End)}
 		if reason := n.refuseIncoming(h.Kind, from, piece); reason != "" {
+			n.debug("handoff refused", func() []zap.Field {
+				return []zap.Field{zap.String("kind", h.Kind.String()), zap.String("from", string(from.ID)), zap.String("reason", reason)}
+			})
 			n.send(from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: h.XferId, Reason: reason}}}, causeOf(h.Kind))
 			return
 		}

@@ -4,15 +4,17 @@ import (
 	"fmt"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/skiprange/skiprange/overlay"
 	"github.com/skiprange/skiprange/overlay/pb"
 )
 
 type joinState struct {
 	introducers []overlay.NodeID // tried in turn, one per attempt
-	position   overlay.Key
-	seq        uint64 // identifies the current attempt's timer
-	attempts   int
+	position    overlay.Key
+	seq         uint64 // identifies the current attempt's timer
+	attempts    int
 }
 
 type leaveState struct {
@@ -56,6 +58,9 @@ func (n *Node) sendJoin() {
 	n.join.seq++
 	n.join.attempts++
 	via := n.join.introducers[(n.join.attempts-1)%len(n.join.introducers)]
+	n.debug("join request", func() []zap.Field {
+		return []zap.Field{zap.String("via", string(via)), zap.Int("attempt", n.join.attempts)}
+	})
 	n.send(via, &pb.Envelope{Body: &pb.Envelope_JoinRequest{JoinRequest: &pb.JoinRequest{
 		Joiner: n.selfRef, Route: &pb.Route{Key: []byte(n.join.position)},
 	}}}, pb.Cause_CAUSE_JOIN)
@@ -82,6 +87,7 @@ func (n *Node) backoff(base time.Duration, attempts int) time.Duration {
 }
 
 func (n *Node) onJoinRefused(r *pb.JoinRefused) {
+	n.debug("join refused", func() []zap.Field { return []zap.Field{zap.String("reason", r.Reason)} })
 	if n.state != StateJoining || n.in != nil {
 		return
 	}
@@ -110,7 +116,7 @@ func (n *Node) onJoinRequest(j *pb.JoinRequest) {
 		return
 	}
 	// A joiner that restarted must not find its former self among the neighbours it is given.
-	n.checkIncarnation(joiner)
+	n.learn(joiner)
 	mine := n.Range()
 	split, err := n.joinSplit(mine, overlay.Key(j.Route.Key))
 	if err != nil {

@@ -236,7 +236,6 @@ func (n *Node) Handle(from overlay.NodeID, m *pb.Envelope) {
 	}
 	sender := overlay.PeerFromPB(m.From)
 	n.handling = m.Cause
-	n.checkIncarnation(sender)
 	n.learn(sender)
 	n.maintain.heardFrom(sender.ID)
 	switch b := m.Body.(type) {
@@ -301,33 +300,23 @@ func (n *Node) HandleTimer(t overlay.Timer) {
 	}
 }
 
-// checkIncarnation notices a neighbour that restarted without its state: a message from the same
-// identity with another incarnation means the node this one linked to is gone, and is handled as
-// a failure; the new incarnation is a stranger until it joins.
-func (n *Node) checkIncarnation(p overlay.Peer) {
-	if !n.Owns() || p.Incarnation == 0 {
+// learn folds a descriptor just heard from its owner into every record of that node: a fresher
+// start replaces the old one; another incarnation means the node this one linked to restarted
+// without its state, which is handled as a failure (the new incarnation is a stranger until it
+// joins). Records are matched by membership vector first, a cheap stand-in for the identity.
+func (n *Node) learn(p overlay.Peer) {
+	if p.ID == n.self.ID || !n.Owns() {
 		return
 	}
 	stale := false
-	for _, lk := range n.levels {
-		stale = stale || (lk.pred.ID == p.ID && lk.pred.Incarnation != p.Incarnation) ||
-			(lk.succ.ID == p.ID && lk.succ.Incarnation != p.Incarnation)
-	}
-	for _, q := range n.succList {
-		stale = stale || (q.ID == p.ID && q.Incarnation != p.Incarnation)
-	}
-	if stale {
-		n.linksFailed(p.ID)
-	}
-}
-
-// learn refreshes every record of p with p's descriptor when it is at least as fresh.
-func (n *Node) learn(p overlay.Peer) {
-	if p.ID == n.self.ID {
-		return
-	}
 	refresh := func(q *overlay.Peer) {
-		if q.ID == p.ID && q.Incarnation == p.Incarnation && p.Version >= q.Version {
+		if q.MVec != p.MVec || q.ID != p.ID {
+			return
+		}
+		switch {
+		case q.Incarnation != p.Incarnation:
+			stale = true
+		case p.Version >= q.Version:
 			*q = p
 		}
 	}
@@ -337,5 +326,8 @@ func (n *Node) learn(p overlay.Peer) {
 	}
 	for i := range n.succList {
 		refresh(&n.succList[i])
+	}
+	if stale && p.Incarnation != 0 {
+		n.linksFailed(p.ID)
 	}
 }

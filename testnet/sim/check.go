@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"sort"
 
 	"github.com/skiprange/skiprange/overlay"
 )
@@ -56,81 +55,15 @@ func (r *Report) add(inv int, format string, args ...any) {
 	r.Violations = append(r.Violations, Violation{Invariant: inv, Detail: fmt.Sprintf(format, args...)})
 }
 
-// Check verifies, with global knowledge, the structural invariants of SPEC §8 that hold at
-// quiescence: (1) ranges partition the circle and level 0 is the ring of range starts;
-// (2) every level is the exact ring of the nodes sharing that many membership bits; (3) every
-// stored item lies in its holder's range (no key held by two owners, no stray copies);
-// (5) no node is locked by a handoff. Item conservation against what clients wrote and search
-// from every node (invariants 3 and 4) are checked by the callers that know the workload, with
-// CheckItems and lookups.
+// Check verifies, with global knowledge, the invariants of SPEC §8 that hold at quiescence:
+// (1) ranges partition the circle and level 0 is the ring of range starts; (2) every level is the
+// exact ring of the nodes sharing that many membership bits; (3) every stored item lies in its
+// holder's range (no key held by two owners, no stray copies); (5) no node is locked by a
+// handoff. Item conservation against what clients wrote and search from every node (invariants 3
+// and 4) are checked by the callers that know the workload, with CheckItems and lookups.
 func (nw *Network) Check() Report {
-	var rep Report
-	owners := nw.owners()
-	rep.Nodes = len(owners)
-	for _, s := range nw.order {
-		if s.alive && !s.node.Owns() {
-			rep.add(1, "node %s is running but %s", s.id, s.node.State())
-		}
-	}
-	if len(owners) == 0 {
-		rep.add(1, "no node owns a range")
-		return rep
-	}
-	// (1) Partition: each range ends where the next start is, and level 0 links follow that order.
-	for i, s := range owners {
-		next, prev := owners[(i+1)%len(owners)], owners[(i-1+len(owners))%len(owners)]
-		r := s.node.Range()
-		if len(owners) == 1 {
-			if !r.IsFull() {
-				rep.add(1, "single node %s owns %s, not the whole circle", s.id, r)
-			}
-			continue
-		}
-		if r.End != next.node.Self().Start {
-			rep.add(1, "%s owns %s but the next start is %s's %q", s.id, r, next.id, next.node.Self().Start)
-		}
-		pred, succ := s.node.Neighbors(0)
-		if succ.ID != next.id || pred.ID != prev.id {
-			rep.add(1, "%s level 0 links pred=%s succ=%s, want %s and %s", s.id, pred.ID, succ.ID, prev.id, next.id)
-		}
-	}
-	// (2) Rings: at level l the nodes sharing their first l bits form a ring in start order; a node
-	// alone at level l has height <= l.
-	for l := 1; l < overlay.MaxLevel; l++ {
-		groups := map[uint64][]*simNode{}
-		var prefixes []uint64
-		for _, s := range owners {
-			p := uint64(s.node.Self().MVec) >> (64 - l)
-			if _, ok := groups[p]; !ok {
-				prefixes = append(prefixes, p)
-			}
-			groups[p] = append(groups[p], s)
-		}
-		sort.Slice(prefixes, func(i, j int) bool { return prefixes[i] < prefixes[j] })
-		company := false
-		for _, p := range prefixes {
-			g := groups[p] // already in start order
-			if len(g) == 1 {
-				if h := g[0].node.Height(); h > l {
-					rep.add(2, "%s is alone at level %d but has height %d", g[0].id, l, h)
-				}
-				continue
-			}
-			company = true
-			for i, s := range g {
-				next, prev := g[(i+1)%len(g)], g[(i-1+len(g))%len(g)]
-				pred, succ := s.node.Neighbors(l)
-				if succ.ID != next.id || pred.ID != prev.id {
-					rep.add(2, "%s level %d links pred=%s succ=%s, want %s and %s", s.id, l, pred.ID, succ.ID, prev.id, next.id)
-				}
-			}
-		}
-		if !company {
-			break
-		}
-	}
-	// (3) Stored items lie in their holder's range; (5) no handoff is in progress.
-	for _, s := range owners {
+	rep := nw.CheckStructure()
+	for _, s := range nw.owners() {
 		r := s.node.Range()
 		stray := 0
 		_ = s.store.Ascend(overlay.FullRange, func(k overlay.Key, _ []byte) bool {
@@ -142,8 +75,95 @@ func (nw *Network) Check() Report {
 		if stray > 0 {
 			rep.add(3, "%s holds %d items outside its range %s", s.id, stray, r)
 		}
+	}
+	return rep
+}
+
+// CheckStructure is Check without the scan of every stored item: cheap enough to poll.
+func (nw *Network) CheckStructure() Report {
+	var rep Report
+	for _, s := range nw.order {
+		if s.alive && !s.node.Owns() {
+			rep.add(1, "node %s is running but %s", s.id, s.node.State())
+		}
+	}
+	owners := nw.owners()
+	n := len(owners)
+	rep.Nodes = n
+	if n == 0 {
+		rep.add(1, "no node owns a range")
+		return rep
+	}
+	ids := make([]overlay.NodeID, n)
+	starts := make([]overlay.Key, n)
+	mvecs := make([]uint64, n)
+	for i, s := range owners {
+		self := s.node.Self()
+		ids[i], starts[i], mvecs[i] = self.ID, self.Start, uint64(self.MVec)
+	}
+	// (1) Partition: each range ends where the next start is, and level 0 links follow that order.
+	for i, s := range owners {
+		r := s.node.Range()
+		if n == 1 {
+			if !r.IsFull() {
+				rep.add(1, "single node %s owns %s, not the whole circle", ids[i], r)
+			}
+			continue
+		}
+		next, prev := (i+1)%n, (i-1+n)%n
+		if r.End != starts[next] {
+			rep.add(1, "%s owns %s but the next start is %s's %q", ids[i], r, ids[next], starts[next])
+		}
+		pred, succ := s.node.Neighbors(0)
+		if succ.ID != ids[next] || pred.ID != ids[prev] {
+			rep.add(1, "%s level 0 links pred=%s succ=%s, want %s and %s", ids[i], pred.ID, succ.ID, ids[prev], ids[next])
+		}
+	}
+	// (2) Rings: at level l the nodes sharing their first l bits form a ring in start order; a node
+	// alone at level l has height <= l.
+	prevOf := make([]int, n)
+	for l := 1; l < overlay.MaxLevel; l++ {
+		first, last := map[uint64]int{}, map[uint64]int{}
+		for i := range owners {
+			p := mvecs[i] >> (64 - l)
+			if j, ok := last[p]; ok {
+				prevOf[i] = j
+			} else {
+				first[p] = i
+			}
+			last[p] = i
+		}
+		company := false
+		for p, f := range first {
+			prevOf[f] = last[p] // close each ring
+			if last[p] != f {
+				company = true
+			}
+		}
+		for i, s := range owners {
+			pred, _ := s.node.Neighbors(l)
+			if prevOf[i] == i {
+				if h := s.node.Height(); h > l {
+					rep.add(2, "%s is alone at level %d but has height %d", ids[i], l, h)
+				}
+				continue
+			}
+			if pred.ID != ids[prevOf[i]] {
+				rep.add(2, "%s level %d links pred=%s, want %s", ids[i], l, pred.ID, ids[prevOf[i]])
+			}
+			p := prevOf[i]
+			if _, succ := owners[p].node.Neighbors(l); succ.ID != ids[i] {
+				rep.add(2, "%s level %d links succ=%s, want %s", ids[p], l, succ.ID, ids[i])
+			}
+		}
+		if !company {
+			break
+		}
+	}
+	// (5) No handoff is in progress.
+	for i, s := range owners {
 		if s.node.Busy() {
-			rep.add(5, "%s is still in a handoff", s.id)
+			rep.add(5, "%s is still in a handoff", ids[i])
 		}
 	}
 	return rep

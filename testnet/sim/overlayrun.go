@@ -317,7 +317,7 @@ func (h *Harness) settle(limit time.Duration, progress func(units int)) bool {
 		step = 5 * time.Second
 	}
 	for h.Net.Now()-start < limit {
-		if h.Net.Check().OK() {
+		if h.Net.CheckStructure().OK() && h.Net.Check().OK() {
 			return true
 		}
 		h.Net.RunFor(step)

@@ -45,9 +45,15 @@ func (p *propertyNet) key(t *rapid.T, label string) overlay.Key {
 // settle waits until every structural invariant holds and no request is pending. Joiners whose
 // introducers all died meanwhile are given a live one, as discovery would.
 func (p *propertyNet) settle(what string) {
-	for _, s := range p.h.Net.order {
-		if s.alive && s.node.State() == skipgraph.StateJoining {
-			s.node.AddIntroducers(p.h.RandomOwner())
+	for i := 0; i < 6; i++ {
+		ids := p.owners()
+		for _, s := range p.h.Net.order {
+			if s.alive && s.node.State() == skipgraph.StateJoining {
+				s.node.AddIntroducers(ids[p.h.Net.rng.IntN(len(ids))])
+			}
+		}
+		if p.h.settle(500*time.Second, func(int) {}) {
+			break
 		}
 	}
 	ok := p.h.Net.RunWhile(func() bool { return p.h.Pending() > 0 }, p.h.Net.Now()+2000*time.Second)
