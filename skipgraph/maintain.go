@@ -23,6 +23,15 @@ import (
 //     comes back alone trims levels that lost their company. A join's climb is such a pass, and a
 //     failure seen at level 0 starts one at once.
 
+// linkTable is a node's links on every level, as it last reported them.
+type linkTable struct {
+	id           overlay.NodeID
+	preds, succs []overlay.Peer
+}
+
+// tableEvery is how many ticks apart a node asks its successor for its links on every level.
+const tableEvery = 4
+
 // maxScanHops bounds a level scan. Each node a scan passes shares the next membership bit with
 // the origin with probability ½, so a longer walk means the ring below is broken (or the origin
 // is not on it): the scan is dropped and a later tick tries again.
@@ -39,11 +48,10 @@ type maintainState struct {
 	nextSeq uint64
 	pings   map[uint64]pingInfo
 	misses  map[overlay.NodeID]int
-	// succTable is the level-0 successor's links on every level, from its last pong.
-	succTable struct {
-		id           overlay.NodeID
-		preds, succs []overlay.Peer
-	}
+	// succTable and predTable are the level-0 neighbours' links on every level, from their last
+	// pongs: if one dies, this node relinks its neighbours on its behalf. Both sides do, so that
+	// a run of consecutive dead nodes is relinked from its ends.
+	succTable, predTable linkTable
 	// pass is the refresh pass under way: the level whose scan is awaited (0: none), when that
 	// scan left, what caused the pass, and when the last pass ended.
 	pass       int
@@ -88,13 +96,17 @@ func (n *Node) onTick() {
 		return
 	}
 	n.env.SetTimer(n.cfg.ProbeInterval, overlay.Timer{Kind: timerTick})
+	n.maintain.ticks++
 	lk := n.levels[0]
 	if lk.succ.ID == n.self.ID {
 		return // alone: nothing to watch
 	}
-	n.ping(lk.succ, 0, true)
+	// The successor's table of links is asked for every tableEvery ticks, and whenever the
+	// successor is new: it only serves relinking on its behalf if it dies.
+	due := n.maintain.ticks%tableEvery == 0
+	n.ping(lk.succ, 0, due || n.maintain.succTable.id != lk.succ.ID)
 	if lk.pred.ID != lk.succ.ID {
-		n.ping(lk.pred, 0, false)
+		n.ping(lk.pred, 0, due || n.maintain.predTable.id != lk.pred.ID)
 	}
 	now := n.env.Now()
 	switch m := &n.maintain; {
@@ -179,14 +191,19 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 		}
 		return
 	}
+	if len(p.Preds) > 0 && len(p.Preds) == len(p.Succs) {
+		table := linkTable{id: from.ID, preds: peersFromPB(p.Preds), succs: peersFromPB(p.Succs)}
+		switch from.ID {
+		case n.levels[0].succ.ID:
+			n.maintain.succTable = table
+		case n.levels[0].pred.ID:
+			n.maintain.predTable = table
+		}
+	}
 	if n.levels[0].succ.ID != from.ID {
 		return
 	}
 	n.succList = n.trimSuccList(append([]overlay.Peer{from}, peersFromPB(p.SuccList)...))
-	if len(p.Preds) > 0 && len(p.Preds) == len(p.Succs) {
-		t := &n.maintain.succTable
-		t.id, t.preds, t.succs = from.ID, peersFromPB(p.Preds), peersFromPB(p.Succs)
-	}
 	// Our successor must see us as its predecessor; tell it otherwise. (It keeps a closer one.)
 	theirPred := overlay.PeerFromPB(p.Pred)
 	if theirPred.ID == n.self.ID {
@@ -311,10 +328,11 @@ func (n *Node) linksFailed(id overlay.NodeID) {
 			n.updateNeighbor(s.ID, 0, pb.Side_SIDE_PRED, n.self, id, pb.Cause_CAUSE_REPAIR)
 			n.ping(s, 0, true)
 		}
-		n.relinkAround(id)
+		n.relinkAround(&n.maintain.succTable, id)
 	}
 	n.urgent()
 	if n.levels[0].pred.ID == id {
+		n.relinkAround(&n.maintain.predTable, id)
 		n.levels[0].pred = overlay.Peer{}
 		if n.levels[0].succ.ID == n.self.ID {
 			n.levels[0].pred = n.self
@@ -351,14 +369,15 @@ func (n *Node) nearestClockwise(dead overlay.NodeID) overlay.Peer {
 	return best
 }
 
-// relinkAround unlinks a dead successor from every level above 0 on its behalf, from the links
-// it reported in its last pong: each pair of its neighbours is told about the other, as a leave
-// would. Stale entries are mended by later refresh passes.
-func (n *Node) relinkAround(dead overlay.NodeID) {
-	t := n.maintain.succTable
+// relinkAround unlinks a dead level-0 neighbour from every level above 0 on its behalf, from the
+// links it reported in its last pong: each pair of its neighbours is told about the other, as a
+// leave would. Stale entries are mended by later refresh passes.
+func (n *Node) relinkAround(table *linkTable, dead overlay.NodeID) {
+	t := *table
 	if t.id != dead {
 		return
 	}
+	table.id = ""
 	for l := 1; l < len(t.preds); l++ {
 		p, s := t.preds[l], t.succs[l]
 		if p.IsZero() || s.IsZero() || p.ID == dead || s.ID == dead {
@@ -369,7 +388,6 @@ func (n *Node) relinkAround(dead overlay.NodeID) {
 			n.relink(s.ID, l, pb.Side_SIDE_PRED, p, dead)
 		}
 	}
-	n.maintain.succTable.id = ""
 }
 
 // relink tells node to (or, when it is this node, makes it) take nb as its neighbour on side at

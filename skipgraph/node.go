@@ -303,19 +303,19 @@ func (n *Node) HandleTimer(t overlay.Timer) {
 // learn folds a descriptor just heard from its owner into every record of that node: a fresher
 // start replaces the old one; another incarnation means the node this one linked to restarted
 // without its state, which is handled as a failure (the new incarnation is a stranger until it
-// joins). Records are matched by membership vector first, a cheap stand-in for the identity.
+// joins).
 func (n *Node) learn(p overlay.Peer) {
 	if p.ID == n.self.ID || !n.Owns() {
 		return
 	}
 	stale := false
 	refresh := func(q *overlay.Peer) {
-		if q.MVec != p.MVec || q.ID != p.ID {
-			return
-		}
+		// Membership vector and incarnation are 64 random bits each: equal pairs name the same
+		// node, so the identity itself is compared only when the incarnations differ.
 		switch {
+		case q.MVec != p.MVec:
 		case q.Incarnation != p.Incarnation:
-			stale = true
+			stale = stale || q.ID == p.ID
 		case p.Version >= q.Version:
 			*q = p
 		}

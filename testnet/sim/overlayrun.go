@@ -308,14 +308,12 @@ func RunOverlay(p OverlayParams, progress Progress) (*OverlaySummary, error) {
 	return sum, nil
 }
 
-// settle runs the network until every structural invariant holds or limit passes, checking
-// every unit of virtual time (every 5 above 5,000 nodes, where a check costs more).
+// settle runs the network until every structural invariant holds or limit passes. It checks
+// every unit of virtual time up to 2,000 nodes, and every N/2,000 units above, where a check
+// costs more: the time it reports is that precise.
 func (h *Harness) settle(limit time.Duration, progress func(units int)) bool {
 	start := h.Net.Now()
-	step := time.Second
-	if len(h.Net.order) > 5000 {
-		step = 5 * time.Second
-	}
+	step := time.Duration(max(1, len(h.Net.order)/2000)) * time.Second
 	for h.Net.Now()-start < limit {
 		if h.Net.CheckStructure().OK() && h.Net.Check().OK() {
 			return true
