@@ -100,13 +100,17 @@ func PeerFromPB(r *pb.NodeRef) Peer {
 	if r == nil {
 		return Peer{}
 	}
-	return Peer{ID: NodeID(r.Id), Start: Key(r.Start), Version: r.Version, MVec: MVec(r.Mvec), Incarnation: r.Incarnation, Addrs: r.Addrs}
+	return Peer{ID: NodeID(r.Id), Start: Key(r.Start), Version: r.Version, MVec: MVec(r.Mvec), Incarnation: r.Incarnation, Addrs: r.Addrs, wire: r}
 }
 
-// ToPB converts p to its wire descriptor; the zero Peer gives nil.
+// ToPB converts p to its wire descriptor; the zero Peer gives nil. The result is shared and must
+// not be modified.
 func (p Peer) ToPB() *pb.NodeRef {
 	if p.IsZero() {
 		return nil
+	}
+	if p.wire != nil {
+		return p.wire
 	}
 	return &pb.NodeRef{Id: []byte(p.ID), Start: []byte(p.Start), Version: p.Version, Mvec: uint64(p.MVec), Incarnation: p.Incarnation, Addrs: p.Addrs}
 }

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"math/bits"
+
+	"github.com/skiprange/skiprange/overlay/pb"
 )
 
 // NodeID names a node. Under libp2p it is the peer ID's bytes; in the simulator a short label.
@@ -44,6 +46,22 @@ type Peer struct {
 	MVec        MVec
 	Incarnation uint64
 	Addrs       [][]byte
+
+	// wire is the descriptor this Peer was read from (or last encoded to): sent messages are
+	// never modified, so it can be sent again as is instead of being rebuilt.
+	wire *pb.NodeRef
+}
+
+// WithStart returns p with a new start and version.
+func (p Peer) WithStart(start Key, version uint64) Peer {
+	p.Start, p.Version, p.wire = start, version, nil
+	return p
+}
+
+// WithAddrs returns p with new listen addresses.
+func (p Peer) WithAddrs(addrs [][]byte) Peer {
+	p.Addrs, p.wire = addrs, nil
+	return p
 }
 
 // IsZero reports whether p names no node.

@@ -128,7 +128,7 @@ func (n *Node) onJoinRequest(j *pb.JoinRequest) {
 	if succ.ID == n.self.ID {
 		succ, succList = n.self, []overlay.Peer{n.self}
 	}
-	joiner.Start, joiner.Version = split, joiner.Version+1
+	joiner = joiner.WithStart(split, joiner.Version+1)
 	x, err := n.give(pb.HandoffKind_HANDOFF_JOIN, joiner, piece, succ, succList)
 	if err != nil {
 		refuse(err.Error())
@@ -172,8 +172,7 @@ func (n *Node) joinSplit(mine overlay.Range, position overlay.Key) (overlay.Key,
 
 // joined runs when the joiner's piece committed: it takes its place on level 0 and climbs.
 func (n *Node) joined(x *inXfer) {
-	n.self.Start = x.piece.Start
-	n.self.Version++
+	n.self = n.self.WithStart(x.piece.Start, n.self.Version+1)
 	n.refreshSelfRef()
 	n.state = StateActive
 	succ := x.succ

@@ -116,7 +116,7 @@ func New(env overlay.Env, store overlay.Store, id overlay.NodeID, cfg Config) (*
 
 // SetAddrs sets the listen addresses advertised with this node's descriptor.
 func (n *Node) SetAddrs(addrs [][]byte) {
-	n.self.Addrs = addrs
+	n.self = n.self.WithAddrs(addrs)
 	n.refreshSelfRef()
 }
 
@@ -125,8 +125,7 @@ func (n *Node) Bootstrap() error {
 	if n.state != StateNew {
 		return fmt.Errorf("bootstrap: node is %s", n.state)
 	}
-	n.self.Start = overlay.MinKey
-	n.self.Version++
+	n.self = n.self.WithStart(overlay.MinKey, n.self.Version+1)
 	n.refreshSelfRef()
 	n.levels = []link{{pred: n.self, succ: n.self}}
 	n.state = StateActive
@@ -192,6 +191,7 @@ func (n *Node) Store() overlay.Store { return n.store }
 
 func (n *Node) refreshSelfRef() {
 	n.selfRef = n.self.ToPB()
+	n.self = overlay.PeerFromPB(n.selfRef)
 	// Links that point at the node itself (alone on a ring) follow its descriptor.
 	for i := range n.levels {
 		if n.levels[i].pred.ID == n.self.ID {
