@@ -80,9 +80,10 @@ func (n *Node) retryJoinLater() {
 	n.env.SetTimer(n.backoff(n.cfg.JoinBackoff, n.join.attempts), overlay.Timer{Kind: timerJoin, ID: n.join.seq})
 }
 
-// backoff returns a delay uniform in [base, base·2^min(attempts,6)].
+// backoff returns a delay uniform in [base, base·(1+2^min(attempts,3))]: short, since a busy owner
+// is busy for a few hops only.
 func (n *Node) backoff(base time.Duration, attempts int) time.Duration {
-	span := base << min(attempts, 6)
+	span := base << min(attempts, 3)
 	return base + time.Duration(n.env.Rand().Int64N(int64(span)))
 }
 
