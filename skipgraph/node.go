@@ -75,6 +75,8 @@ type Node struct {
 	nextReq uint64
 	pending map[uint64]*request
 
+	senders senderCache
+
 	// handling is the cause of the message being handled (or of the local request being
 	// started); messages sent on its behalf inherit it.
 	handling pb.Cause
@@ -234,7 +236,7 @@ func (n *Node) Handle(from overlay.NodeID, m *pb.Envelope) {
 		n.reject(from, err)
 		return
 	}
-	sender := overlay.PeerFromPB(m.From)
+	sender := n.senders.decode(m.From)
 	n.handling = m.Cause
 	n.learn(sender)
 	n.maintain.heardFrom(sender.ID)
@@ -298,6 +300,25 @@ func (n *Node) HandleTimer(t overlay.Timer) {
 	case timerLinger:
 		n.onLingerEnd()
 	}
+}
+
+// senderCache remembers the last descriptors decoded from message senders, by pointer: a
+// sender stamps the same (never modified) descriptor on its messages until its start moves, so
+// in-process runtimes decode each once. Under libp2p every message brings a fresh one and the
+// cache simply misses.
+type senderCache struct {
+	refs  [8]*pb.NodeRef
+	peers [8]overlay.Peer
+}
+
+func (c *senderCache) decode(r *pb.NodeRef) overlay.Peer {
+	slot := int(r.Mvec % uint64(len(c.refs)))
+	if c.refs[slot] == r {
+		return c.peers[slot]
+	}
+	p := overlay.PeerFromPB(r)
+	c.refs[slot], c.peers[slot] = r, p
+	return p
 }
 
 // learn folds a descriptor just heard from its owner into every record of that node: a fresher

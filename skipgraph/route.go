@@ -69,7 +69,7 @@ func (n *Node) nextHop(r *pb.Route) (hop, overlay.NodeID) {
 func (n *Node) closestPreceding(k overlay.Key) overlay.Peer {
 	var best overlay.Peer
 	consider := func(p overlay.Peer) {
-		if p.IsZero() || p.ID == n.self.ID || !overlay.Between(n.self.Start, p.Start, k) {
+		if p.IsZero() || (p.MVec == n.self.MVec && p.ID == n.self.ID) || !overlay.Between(n.self.Start, p.Start, k) {
 			return
 		}
 		if best.IsZero() || overlay.Between(best.Start, p.Start, k) {
