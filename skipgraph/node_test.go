@@ -1132,3 +1132,54 @@ func TestChurn(t *testing.T) {
 		})
 	}
 }
+
+// TestRoutingWithStaleStarts gives every node of a 32-node overlay wrong starts for all the nodes
+// it links to (except its level-0 successor, whose start is where its own range ends), as after
+// boundaries moved, and checks that every lookup from every node still reaches the owner in a
+// logarithmic number of hops: an overshoot must turn back, not go round the circle.
+func TestRoutingWithStaleStarts(t *testing.T) {
+	const nodes, spacing = 32, 1000
+	for _, shift := range []int{-700, -300, 300, 700} {
+		nw := newTestNet(t, DefaultConfig())
+		nw.bootstrap("n00")
+		for i := 1; i < nodes; i++ {
+			nw.join(overlay.NodeID(fmt.Sprintf("n%02d", i)), "n00", k(i*spacing))
+		}
+		nw.advance(5 * time.Minute)
+		nw.checkRing()
+		nw.checkLevels()
+		stale := func(p *overlay.Peer) {
+			if p.IsZero() {
+				return
+			}
+			s := max(0, int(overlay.KeyUint64(p.Start))+shift)
+			*p = p.WithStart(k(s), p.Version)
+		}
+		for _, n := range nw.live() {
+			for l := range n.levels {
+				stale(&n.levels[l].pred)
+				if l > 0 {
+					stale(&n.levels[l].succ)
+				}
+			}
+			for i := 1; i < len(n.succList); i++ {
+				stale(&n.succList[i])
+			}
+		}
+		maxHops := 0
+		for _, from := range nw.ids {
+			for key := 0; key < nodes*spacing; key += 331 {
+				find := nw.nodes[from].Find(k(key))
+				nw.run()
+				r := nw.envs[from].result(t, find)
+				if want := nw.owner(k(key)).ID(); r.Status != pb.Status_STATUS_OK || r.Owner != want {
+					t.Fatalf("shift %d: find %d from %s: %v at %s, want %s", shift, key, from, r.Status, r.Owner, want)
+				}
+				maxHops = max(maxHops, r.Hops)
+			}
+		}
+		if maxHops > 15 { // 3·log2 32
+			t.Fatalf("shift %d: a lookup took %d hops", shift, maxHops)
+		}
+	}
+}
