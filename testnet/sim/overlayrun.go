@@ -88,25 +88,25 @@ type OverlaySummary struct {
 	Params OverlayParams `json:"params"`
 	Log2N  float64       `json:"log2_n"`
 
-	BuildTime        float64 `json:"build_time"` // virtual seconds
-	BuildSettled     bool    `json:"build_settled"`
+	BuildTime    float64 `json:"build_time"` // virtual seconds
+	BuildSettled bool    `json:"build_settled"`
 	// SettleTime is how long after the end of the build every invariant held (the load and the
 	// queries run meanwhile).
 	SettleTime float64 `json:"settle_time"`
 	// Wall-clock seconds of the build, the load and the queries.
-	WallBuild   float64 `json:"wall_build"`
-	WallLoad    float64 `json:"wall_load"`
-	WallQueries float64 `json:"wall_queries"`
-	Joins            int     `json:"joins"`
-	MessagesPerJoin  float64 `json:"messages_per_join"`
-	JoinConstant     float64 `json:"join_messages_per_log2n"`
-	LoadTime         float64 `json:"load_time"`
-	LoadMessages     uint64  `json:"load_messages"`
+	WallBuild        float64  `json:"wall_build"`
+	WallLoad         float64  `json:"wall_load"`
+	WallQueries      float64  `json:"wall_queries"`
+	Joins            int      `json:"joins"`
+	MessagesPerJoin  float64  `json:"messages_per_join"`
+	JoinConstant     float64  `json:"join_messages_per_log2n"`
+	LoadTime         float64  `json:"load_time"`
+	LoadMessages     uint64   `json:"load_messages"`
 	Lookups          HopStats `json:"lookups"`
 	Scans            HopStats `json:"scans"`
-	Leaves           int     `json:"leaves"`
-	MessagesPerLeave float64 `json:"messages_per_leave"`
-	LeaveTime        float64 `json:"leave_time"`
+	Leaves           int      `json:"leaves"`
+	MessagesPerLeave float64  `json:"messages_per_leave"`
+	LeaveTime        float64  `json:"leave_time"`
 
 	Crashed           int      `json:"crashed"`
 	ItemsLost         int      `json:"items_lost"`
