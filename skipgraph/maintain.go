@@ -66,8 +66,11 @@ type maintainState struct {
 }
 
 // urgentFor is how long, in probe intervals, a node re-scans all its levels every tick after a
-// failure nearby.
-const urgentFor = 6
+// failure nearby; urgentAfterJoin, after it joined (its climb may have raced others).
+const (
+	urgentFor       = 6
+	urgentAfterJoin = 2
+)
 
 func (m *maintainState) init() {
 	m.pings = map[uint64]pingInfo{}
@@ -118,7 +121,7 @@ func (n *Node) onTick() {
 		}
 	case m.pass > 0 && now.Sub(m.passSentAt) > 2*n.cfg.ProbeTimeout:
 		// The scan or its answer was lost to a dead node on the ring below.
-		n.urgent()
+		n.urgent(urgentFor)
 		n.refreshFrom(m.pass+1, m.passCause)
 	case m.pass == 0 && now.Sub(m.passEnded) >= n.cfg.RefreshInterval:
 		n.refreshFrom(1, pb.Cause_CAUSE_MAINTAIN)
@@ -127,8 +130,10 @@ func (n *Node) onTick() {
 
 // urgent makes the node refresh its levels without pause for a while: a failure nearby may have
 // left links that only passes mend.
-func (n *Node) urgent() {
-	n.maintain.urgentUntil = n.env.Now().Add(urgentFor * n.cfg.ProbeInterval)
+func (n *Node) urgent(ticks int) {
+	if until := n.env.Now().Add(time.Duration(ticks) * n.cfg.ProbeInterval); until.After(n.maintain.urgentUntil) {
+		n.maintain.urgentUntil = until
+	}
 }
 
 // refreshFrom continues (or starts) a refresh pass at level l.
@@ -330,7 +335,7 @@ func (n *Node) linksFailed(id overlay.NodeID) {
 		}
 		n.relinkAround(&n.maintain.succTable, id)
 	}
-	n.urgent()
+	n.urgent(urgentFor)
 	if n.levels[0].pred.ID == id {
 		n.relinkAround(&n.maintain.predTable, id)
 		n.levels[0].pred = overlay.Peer{}
@@ -536,7 +541,7 @@ func (n *Node) onNeighborUpdate(from overlay.Peer, u *pb.NeighborUpdate) {
 		return
 	}
 	if n.handling == pb.Cause_CAUSE_REPAIR {
-		n.urgent()
+		n.urgent(urgentFor)
 	}
 	l := int(u.Level)
 	node := overlay.PeerFromPB(u.Node)

@@ -190,7 +190,7 @@ func (n *Node) joined(x *inXfer) {
 	// Climb: link every level above 0 by a refresh pass, and keep re-scanning for a while, as
 	// joins that race nearby may each miss the other.
 	n.refreshFrom(1, pb.Cause_CAUSE_JOIN)
-	n.urgent()
+	n.urgent(urgentAfterJoin)
 }
 
 // Leave hands the node's whole range to its level-0 predecessor, unlinks it from every level,

@@ -5,6 +5,7 @@ import (
 	"math"
 	"runtime"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/skiprange/skiprange/node"
@@ -120,6 +121,9 @@ type OverlaySummary struct {
 
 	// Checks lists every invariant check made, with its outcome.
 	Checks []CheckResult `json:"checks"`
+
+	// MessagesByCause counts every message sent during the run by the activity it served.
+	MessagesByCause map[string]uint64 `json:"messages_by_cause"`
 
 	SimTime        float64 `json:"sim_time"`
 	Events         uint64  `json:"events"`
@@ -310,6 +314,12 @@ func RunOverlay(p OverlayParams, progress Progress) (*OverlaySummary, error) {
 		}, progress, "post-crash lookups")
 	}
 	sampleHeap()
+	sum.MessagesByCause = map[string]uint64{}
+	for c, v := range nw.SentByCause() {
+		if v > 0 {
+			sum.MessagesByCause[strings.ToLower(strings.TrimPrefix(pb.Cause(c).String(), "CAUSE_"))] = v
+		}
+	}
 	sum.SimTime = nw.Now().Seconds()
 	sum.Events = nw.Stats.Events
 	sum.Delivered = nw.Stats.Delivered
