@@ -62,7 +62,8 @@ type maintainState struct {
 	urgentUntil time.Time
 	// intruder is a node that the successor names as its predecessor although it lies between
 	// this node and the successor: pinged, it is re-admitted if it answers (see readmit).
-	intruder overlay.NodeID
+	intruder    overlay.NodeID
+	intruderSeq uint64
 }
 
 // urgentFor is how long, in probe intervals, a node re-scans all its levels every tick after a
@@ -147,22 +148,24 @@ func (n *Node) refreshFrom(l int, cause pb.Cause) {
 	n.sendScan(l, pb.Side_SIDE_SUCC, cause)
 }
 
-func (n *Node) ping(p overlay.Peer, level int, table bool) {
+// ping probes p and returns the ping's sequence number (0 if p is nobody or this node).
+func (n *Node) ping(p overlay.Peer, level int, table bool) uint64 {
 	if p.IsZero() || p.ID == n.self.ID {
-		return
+		return 0
 	}
 	n.maintain.nextSeq++
 	seq := n.maintain.nextSeq
 	n.maintain.pings[seq] = pingInfo{peer: p.ID, level: level}
 	n.send(p.ID, &pb.Envelope{Body: &pb.Envelope_Ping{Ping: &pb.Ping{Seq: seq, Level: uint32(level), Table: table}}}, pb.Cause_CAUSE_MAINTAIN)
 	n.env.SetTimer(n.cfg.ProbeTimeout, overlay.Timer{Kind: timerPing, ID: seq})
+	return seq
 }
 
 func (n *Node) onPing(from overlay.Peer, p *pb.Ping) {
 	if !n.Owns() {
 		return // a node that left stays silent, so its neighbours repair around it
 	}
-	pong := &pb.Pong{Seq: p.Seq, Level: p.Level}
+	pong := &pb.Pong{Seq: p.Seq, Level: p.Level, Leaving: n.state == StateLeaving}
 	if l := int(p.Level); l < len(n.levels) {
 		pong.Pred, pong.Succ = n.levels[l].pred.ToPB(), n.levels[l].succ.ToPB()
 		if l == 0 {
@@ -189,9 +192,11 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 	if !n.Owns() || info.level != 0 {
 		return
 	}
-	if from.ID == n.maintain.intruder {
-		n.maintain.intruder = ""
-		if overlay.StrictlyBetween(n.self.Start, from.Start, n.end()) {
+	if p.Seq == n.maintain.intruderSeq && from.ID == n.maintain.intruder {
+		// Only the answer to the check itself counts: an older pong was sent before the node
+		// possibly handed its range over. A node on its way out is not taken back.
+		n.maintain.intruder, n.maintain.intruderSeq = "", 0
+		if !p.Leaving && overlay.StrictlyBetween(n.self.Start, from.Start, n.end()) {
 			n.readmit(from)
 		}
 		return
@@ -218,7 +223,7 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 		// A node inside what this node takes for its range: one it wrongly declared dead, or one
 		// that joined its dead successor just before it died. If it answers, it is alive.
 		n.maintain.intruder = theirPred.ID
-		n.ping(theirPred, 0, true)
+		n.maintain.intruderSeq = n.ping(theirPred, 0, true)
 		return
 	}
 	n.updateNeighbor(from.ID, 0, pb.Side_SIDE_PRED, n.self, theirPred.ID, pb.Cause_CAUSE_MAINTAIN)
