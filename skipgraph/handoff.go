@@ -33,7 +33,6 @@ type outXfer struct {
 	piece    overlay.Range
 	sent     uint32 // chunks sent so far
 	items    int
-	flipped  bool
 	deadline time.Time
 	retries  int
 	// onFlip applies the kind-specific change of ownership and links at the giver.
@@ -119,7 +118,7 @@ func (n *Node) give(kind pb.HandoffKind, to overlay.Peer, piece overlay.Range, s
 // its copy ends identical.
 func (n *Node) forwardWrite(it overlay.Item, deleted bool) {
 	x := n.out
-	if x == nil || x.flipped || !x.piece.Contains(it.Key) {
+	if x == nil || !x.piece.Contains(it.Key) {
 		return
 	}
 	h := &pb.Handoff{XferId: x.id, Kind: x.kind, Start: []byte(x.piece.Start), End: []byte(x.piece.End), Seq: x.sent}
@@ -134,17 +133,21 @@ func (n *Node) forwardWrite(it overlay.Item, deleted bool) {
 
 func (n *Node) onHandoffAck(from overlay.Peer, a *pb.HandoffAck) {
 	x := n.out
-	if x == nil || x.id != a.XferId || x.to.ID != from.ID || x.flipped || a.Upto+1 != x.sent {
+	if x == nil || x.id != a.XferId || x.to.ID != from.ID || a.Upto+1 != x.sent {
 		return
 	}
-	x.flipped = true
 	n.debug("handoff flipped", func() []zap.Field {
 		return []zap.Field{zap.String("kind", x.kind.String()), zap.String("to", string(x.to.ID)), zap.Stringer("piece", x.piece)}
 	})
 	n.Stats.HandoffsOut++
 	n.Stats.ItemsOut += x.items
+	// Ownership moved: the node is free for its next handoff while the commit goes out; the
+	// flipped transfer waits for its confirmation on the side.
+	n.out = nil
+	n.committing[x.id] = x
 	x.onFlip()
 	n.sendCommit(x)
+	n.becameIdle()
 }
 
 func (n *Node) sendCommit(x *outXfer) {
@@ -153,15 +156,14 @@ func (n *Node) sendCommit(x *outXfer) {
 }
 
 func (n *Node) onHandoffCommitAck(from overlay.Peer, a *pb.HandoffCommitAck) {
-	x := n.out
-	if x == nil || x.id != a.XferId || !x.flipped {
-		return
+	if x := n.committing[a.XferId]; x != nil && x.to.ID == from.ID {
+		n.finishOut(x)
 	}
-	n.finishOut(x)
 }
 
+// finishOut ends a flipped handoff whose commit was confirmed: the copy of the piece goes.
 func (n *Node) finishOut(x *outXfer) {
-	n.out = nil
+	delete(n.committing, x.id)
 	if err := n.store.DeleteRange(x.piece); err != nil {
 		n.env.Logger().Warn("delete handed-over piece")
 	}
@@ -171,22 +173,22 @@ func (n *Node) finishOut(x *outXfer) {
 }
 
 func (n *Node) onOutTimer(id uint64) {
-	x := n.out
-	if x == nil || x.id != id {
-		return
-	}
-	if x.flipped {
+	if x := n.committing[id]; x != nil {
 		x.retries++
 		if x.retries > maxCommitRetries {
 			// The receiver is gone. Keep the copy: if its range falls back to this node, the
 			// items are still here.
-			n.out = nil
+			delete(n.committing, id)
 			if x.onDone != nil {
 				x.onDone()
 			}
 			return
 		}
 		n.sendCommit(x)
+		return
+	}
+	x := n.out
+	if x == nil || x.id != id {
 		return
 	}
 	if n.env.Now().Before(x.deadline) {
@@ -197,6 +199,7 @@ func (n *Node) onOutTimer(id uint64) {
 }
 
 func (n *Node) abortOut(x *outXfer, reason string) {
+	defer n.becameIdle()
 	n.out = nil
 	n.Stats.Aborts++
 	if x.onAbort != nil {
@@ -310,6 +313,7 @@ func (n *Node) onHandoffCommit(from overlay.Peer, c *pb.HandoffCommit) {
 }
 
 func (n *Node) commitIn(x *inXfer) {
+	defer n.becameIdle()
 	n.in = nil
 	n.Stats.HandoffsIn++
 	n.send(x.from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffCommitAck{HandoffCommitAck: &pb.HandoffCommitAck{XferId: x.id}}}, causeOf(x.kind))
@@ -323,7 +327,7 @@ func (n *Node) commitIn(x *inXfer) {
 }
 
 func (n *Node) onHandoffAbort(from overlay.Peer, a *pb.HandoffAbort) {
-	if x := n.out; x != nil && x.id == a.XferId && x.to.ID == from.ID && !x.flipped {
+	if x := n.out; x != nil && x.id == a.XferId && x.to.ID == from.ID {
 		n.abortOut(x, a.Reason)
 		return
 	}
@@ -334,6 +338,7 @@ func (n *Node) onHandoffAbort(from overlay.Peer, a *pb.HandoffAbort) {
 
 // discardIn drops an incoming piece that will not commit.
 func (n *Node) discardIn(x *inXfer) {
+	defer n.becameIdle()
 	n.in = nil
 	n.Stats.Aborts++
 	if err := n.store.DeleteRange(x.piece); err != nil {

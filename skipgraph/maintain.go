@@ -292,7 +292,7 @@ func (n *Node) peerFailed(id overlay.NodeID) {
 	if !n.Owns() {
 		return
 	}
-	if x := n.out; x != nil && x.to.ID == id && !x.flipped {
+	if x := n.out; x != nil && x.to.ID == id {
 		n.send(id, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: x.id, Reason: "giver gave up on the receiver"}}}, causeOf(x.kind))
 		n.abortOut(x, "receiver failed")
 	}
@@ -604,8 +604,10 @@ func (n *Node) onNeighborUpdate(from overlay.Peer, u *pb.NeighborUpdate) {
 	}
 	*cur = node
 	if l == 0 && lk.succ.ID == n.self.ID {
-		// A node that was alone gets company through its predecessor link only via its own
-		// handoff; keep the ring closed on both sides.
-		lk.succ = n.self
+		// This node believed itself alone (every successor it knew had failed) and owned the
+		// whole circle, but another node links to it: the ring is larger. Take that node as
+		// successor too and give back what lies beyond it; re-admission of any node in between
+		// follows from stabilization.
+		n.readmit(node)
 	}
 }

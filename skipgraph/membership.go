@@ -15,6 +15,26 @@ type joinState struct {
 	position    overlay.Key
 	seq         uint64 // identifies the current attempt's timer
 	attempts    int
+	// queue holds join requests that reached this node while it was busy (owner side).
+	queue []*pb.JoinRequest
+}
+
+// maxQueuedJoins bounds the join requests an owner keeps while busy; more are refused.
+const maxQueuedJoins = 8
+
+// becameIdle serves the join requests queued while the node was busy. Each goes through
+// onJoinRequest again: it may start a handoff (and queue the rest anew) or move on to the key's
+// new owner.
+func (n *Node) becameIdle() {
+	if n.Busy() || len(n.join.queue) == 0 {
+		return
+	}
+	queue := n.join.queue
+	n.join.queue = nil
+	for _, j := range queue {
+		n.handling = pb.Cause_CAUSE_JOIN
+		n.onJoinRequest(j)
+	}
 }
 
 type leaveState struct {
@@ -110,6 +130,11 @@ func (n *Node) onJoinRequest(j *pb.JoinRequest) {
 		n.send(joiner.ID, &pb.Envelope{Body: &pb.Envelope_JoinRefused{JoinRefused: &pb.JoinRefused{Reason: reason}}}, pb.Cause_CAUSE_JOIN)
 	}
 	if !n.route(&pb.Envelope{Body: &pb.Envelope_JoinRequest{JoinRequest: j}}, j.Route, func(pb.Status) { refuse("no route to the owner") }) {
+		return
+	}
+	if n.state == StateActive && n.Busy() && len(n.join.queue) < maxQueuedJoins {
+		// Busy for a few hops with another handoff: serve this join right after it.
+		n.join.queue = append(n.join.queue, j)
 		return
 	}
 	if n.state != StateActive || n.Busy() || joiner.ID == n.self.ID {

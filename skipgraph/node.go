@@ -64,9 +64,10 @@ type Node struct {
 	levels   []link
 	succList []overlay.Peer
 
-	out  *outXfer
-	in   *inXfer
-	held []*pb.Envelope // routed messages for keys of the incoming piece
+	out        *outXfer            // the handoff this node gives, until it flips
+	committing map[uint64]*outXfer // flipped handoffs waiting for their commit's confirmation
+	in         *inXfer
+	held       []*pb.Envelope // routed messages for keys of the incoming piece
 
 	join     joinState
 	leave    leaveState
@@ -109,7 +110,7 @@ func New(env overlay.Env, store overlay.Store, id overlay.NodeID, cfg Config) (*
 	if id == "" {
 		return nil, fmt.Errorf("skipgraph: empty node id")
 	}
-	n := &Node{env: env, store: store, cfg: cfg, pending: map[uint64]*request{}}
+	n := &Node{env: env, store: store, cfg: cfg, pending: map[uint64]*request{}, committing: map[uint64]*outXfer{}}
 	n.self = overlay.Peer{ID: id, MVec: overlay.MVecFor(id), Incarnation: env.Rand().Uint64() | 1}
 	n.maintain.init()
 	n.refreshSelfRef()
