@@ -156,6 +156,9 @@ func (n *Node) Range() overlay.Range {
 
 // end is the start of the level-0 successor, which is where this node's range ends.
 func (n *Node) end() overlay.Key {
+	if len(n.levels) == 0 {
+		return n.self.Start // owns nothing (not joined yet, or gone)
+	}
 	s := n.levels[0].succ
 	if s.ID == n.self.ID {
 		return n.self.Start
