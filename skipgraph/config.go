@@ -50,7 +50,7 @@ func DefaultConfig() Config {
 		ProbeInterval:      5 * time.Second,
 		RefreshInterval:    20 * time.Second,
 		ProbeTimeout:       3 * time.Second,
-		ProbeMisses:        2,
+		ProbeMisses:        3,
 		SuccessorListLen:   4,
 		RequestTimeout:     30 * time.Second,
 		RequestAttempts:    3,

@@ -1,0 +1,107 @@
+package sim
+
+import (
+	"testing"
+	"time"
+
+	"github.com/skiprange/skiprange/node"
+	"github.com/skiprange/skiprange/overlay"
+	"github.com/skiprange/skiprange/overlay/pb"
+)
+
+// TestMessageLoss builds and uses an overlay over a network that drops 1% of all messages:
+// retries and repeated handoff messages must still give every answer right, and the invariants
+// must hold again once the network is quiet. (With two missed pings instead of three making a
+// node dead, seed 25 of this test saw a false suspicion whose take-over answered "not found" for
+// keys the wrongly suspected node held: see docs/PROTOCOL.md, known gaps.)
+func TestMessageLoss(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Seed = 7
+	cfg.Loss = 0.01
+	cfg.Marshal = true
+	h, err := NewHarness(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Build(100, time.Second, true, uniformPositions(h, 100_000), 20_000*time.Second, nil); err != nil {
+		t.Fatal(err)
+	}
+	// A write whose answers all got lost has an unknown outcome; like a client, the test writes
+	// again (puts are idempotent) until one is acknowledged.
+	var put func(k overlay.Key, v []byte, tries int)
+	put = func(k overlay.Key, v []byte, tries int) {
+		h.Do(h.RandomOwner(), func(n *node.Node) uint64 { return n.Put(k, v) }, func(r overlay.Result) {
+			switch {
+			case r.Status == pb.Status_STATUS_OK:
+			case r.Status == pb.Status_STATUS_ERROR && tries > 1:
+				put(k, v, tries-1)
+			default:
+				t.Errorf("put %x: %v %s", k, r.Status, r.Err)
+			}
+		})
+	}
+	for i := 0; i < 2000; i++ {
+		k := overlay.Uint64Key(uint64(i * 50))
+		v := []byte{byte(i), byte(i >> 8)}
+		h.Expected[k] = string(v)
+		put(k, v, 5)
+	}
+	h.Net.RunWhile(func() bool { return h.Pending() > 0 }, h.Net.Now()+5000*time.Second)
+	// A read may fail when all its attempts lose a message (about 0.05% of them here); it must
+	// never return a wrong value.
+	wrong, failed := 0, 0
+	for i := 0; i < 2000; i++ {
+		k := overlay.Uint64Key(uint64(i * 50))
+		want := h.Expected[k]
+		h.Do(h.RandomOwner(), func(n *node.Node) uint64 { return n.Get(k) }, func(r overlay.Result) {
+			switch {
+			case r.Status == pb.Status_STATUS_ERROR:
+				failed++
+			case r.Status != pb.Status_STATUS_OK || string(r.Value) != want:
+				wrong++
+				t.Errorf("get %d: %v %q, want %q", i, r.Status, r.Value, want)
+			}
+		})
+	}
+	h.Net.RunWhile(func() bool { return h.Pending() > 0 }, h.Net.Now()+5000*time.Second)
+	if h.Pending() > 0 || wrong > 0 || failed > 10 {
+		t.Fatalf("%d reads unanswered, %d wrong, %d failed", h.Pending(), wrong, failed)
+	}
+	if h.Net.Stats.Dropped == 0 {
+		t.Fatal("no message was lost: the loss model is not in effect")
+	}
+	// Stop losing messages and let the overlay settle: every invariant holds, nothing is lost.
+	h.Net.cfg.Loss = 0
+	if !h.settle(3000*time.Second, func(int) {}) {
+		t.Fatalf("invariants do not hold after the loss stopped: %s", h.Net.Check())
+	}
+	if m, x, w := h.Net.CheckItems(h.Expected, h.Lost); m+x+w > 0 {
+		t.Fatalf("items: %d missing, %d unexpected, %d wrong", m, x, w)
+	}
+}
+
+// TestPartitionDropsTraffic checks the partition model itself: nothing crosses groups until Heal.
+func TestPartitionDropsTraffic(t *testing.T) {
+	h := build(t, DefaultConfig(), 8)
+	ids := h.IDs()
+	groups := map[overlay.NodeID]int{}
+	for _, id := range ids[:4] {
+		groups[id] = 1
+	}
+	h.Net.Partition(groups)
+	delivered := h.Net.Stats.Delivered
+	dropped := h.Net.Stats.Dropped
+	h.Net.RunFor(30 * time.Second)
+	if h.Net.Stats.Dropped == dropped {
+		t.Fatal("a partition dropped no message")
+	}
+	if h.Net.Stats.Delivered == delivered {
+		t.Fatal("a partition stopped traffic inside the groups too")
+	}
+	h.Net.Heal()
+	dropped = h.Net.Stats.Dropped
+	h.Net.RunFor(time.Second)
+	if h.Net.Stats.Dropped != dropped {
+		t.Fatal("messages still dropped after Heal")
+	}
+}
