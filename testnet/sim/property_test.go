@@ -35,7 +35,12 @@ func (p *propertyNet) owners() []overlay.NodeID {
 }
 
 func (p *propertyNet) pickOwner(t *rapid.T, ids []overlay.NodeID) overlay.NodeID {
-	return ids[rapid.IntRange(0, len(ids)-1).Draw(t, "intro")]
+	return p.pick(t, ids, "intro")
+}
+
+// pick draws one of ids, labelled for rapid's report.
+func (p *propertyNet) pick(t *rapid.T, ids []overlay.NodeID, label string) overlay.NodeID {
+	return ids[rapid.IntRange(0, len(ids)-1).Draw(t, label)]
 }
 
 func (p *propertyNet) key(t *rapid.T, label string) overlay.Key {
@@ -122,8 +127,7 @@ func TestOverlayProperties(t *testing.T) {
 func (p *propertyNet) writes(t *rapid.T) {
 	n := rapid.IntRange(0, 40).Draw(t, "writes")
 	for i := 0; i < n; i++ {
-		ids := p.owners()
-		at := ids[rapid.IntRange(0, len(ids)-1).Draw(t, "writer")]
+		at := p.pick(t, p.owners(), "writer")
 		k := p.key(t, "wkey")
 		if rapid.IntRange(0, 4).Draw(t, "op") == 0 {
 			p.h.Do(at, func(nd *node.Node) uint64 { return nd.Delete(k) }, func(r overlay.Result) {
@@ -191,8 +195,7 @@ func (p *propertyNet) burst(t *rapid.T) {
 func (p *propertyNet) reads(t *rapid.T) {
 	n := rapid.IntRange(1, 30).Draw(t, "reads")
 	for i := 0; i < n; i++ {
-		ids := p.owners()
-		at := ids[rapid.IntRange(0, len(ids)-1).Draw(t, "reader")]
+		at := p.pick(t, p.owners(), "reader")
 		k := p.key(t, "rkey")
 		want, exists := p.h.Expected[k]
 		lost := p.h.Lost[k]
