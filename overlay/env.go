@@ -62,10 +62,12 @@ type Result struct {
 	// Continuation is the first key not returned when a limit cut a range answer short.
 	Continuation Key
 	More         bool
-	ServedBy     []NodeID
-	Owner        NodeID
-	Stored       int
-	Hops         int
+	// Incomplete: part of the range was lost with a failed node; keys there may be missing.
+	Incomplete bool
+	ServedBy   []NodeID
+	Owner      NodeID
+	Stored     int
+	Hops       int
 	// Err explains a failure (timeout, hop limit, invalid request).
 	Err string
 }

@@ -140,3 +140,12 @@ func formatKey(k Key) string {
 	}
 	return fmt.Sprintf("%q", string(k))
 }
+
+// Subtract returns the parts of r that are not in o, as at most two ranges in key order (nil when
+// o covers r).
+func (r Range) Subtract(o Range) []Range {
+	if o.IsFull() {
+		return nil
+	}
+	return r.Intersect(Range{Start: o.End, End: o.Start})
+}

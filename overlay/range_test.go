@@ -699,3 +699,30 @@ func TestRangeErrorsMentionRange(t *testing.T) {
 		t.Errorf("Merge error = %v, want 'overlap'", err)
 	}
 }
+
+func TestSubtract(t *testing.T) {
+	k := func(i uint64) Key { return Uint64Key(i) }
+	for _, c := range []struct {
+		r, o Range
+		want []Range
+	}{
+		{Range{k(10), k(20)}, Range{k(12), k(15)}, []Range{{k(10), k(12)}, {k(15), k(20)}}},
+		{Range{k(10), k(20)}, Range{k(5), k(25)}, nil},
+		{Range{k(10), k(20)}, Range{k(20), k(30)}, []Range{{k(10), k(20)}}},
+		{Range{k(10), k(20)}, FullRange, nil},
+		{FullRange, Range{k(10), k(20)}, []Range{{k(20), k(10)}}},
+		{Range{k(20), k(10)}, Range{k(5), k(25)}, []Range{{k(25), k(5)}}}, // pieces meeting at the seam are one range
+		{Range{k(20), k(10)}, Range{k(30), k(5)}, []Range{{k(5), k(10)}, {k(20), k(30)}}},
+	} {
+		got := c.r.Subtract(c.o)
+		if len(got) != len(c.want) {
+			t.Errorf("%s minus %s = %v, want %v", c.r, c.o, got, c.want)
+			continue
+		}
+		for i := range got {
+			if got[i] != c.want[i] {
+				t.Errorf("%s minus %s = %v, want %v", c.r, c.o, got, c.want)
+			}
+		}
+	}
+}

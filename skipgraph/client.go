@@ -197,7 +197,11 @@ func (n *Node) onLookup(m *pb.Lookup) {
 	case pb.Op_OP_GET:
 		var found bool
 		reply.Value, found, err = n.store.Get(key)
-		if !found {
+		switch {
+		case found:
+		case n.lost.contains(key):
+			reply.Status, reply.Error = pb.Status_STATUS_LOST, "the key lies in a range whose holder failed; it may have existed"
+		default:
 			reply.Status = pb.Status_STATUS_NOT_FOUND
 		}
 	case pb.Op_OP_PUT:
@@ -241,6 +245,9 @@ func (n *Node) onRangeQuery(q *pb.RangeQuery) {
 		stop, last = qEnd, true
 	}
 	q.ServedBy = append(q.ServedBy, []byte(n.self.ID))
+	if len(n.lost.within(overlay.Range{Start: cursor, End: stop})) > 0 {
+		q.Incomplete = true
+	}
 	var more bool
 	var cont overlay.Key
 	err := n.store.Ascend(overlay.Range{Start: cursor, End: stop}, func(k overlay.Key, v []byte) bool {
@@ -254,7 +261,7 @@ func (n *Node) onRangeQuery(q *pb.RangeQuery) {
 		return true
 	})
 	if err != nil || more || last {
-		reply := &pb.RangeReply{ReqId: q.ReqId, Items: q.Items, ServedBy: q.ServedBy, Hops: q.Route.Hops, More: more}
+		reply := &pb.RangeReply{ReqId: q.ReqId, Items: q.Items, ServedBy: q.ServedBy, Hops: q.Route.Hops, More: more, Incomplete: q.Incomplete}
 		if more {
 			reply.Continuation = []byte(cont)
 		}
@@ -279,7 +286,7 @@ func (n *Node) onRangeReply(r *pb.RangeReply) {
 	}
 	n.finish(overlay.Result{
 		ReqID: r.ReqId, Status: r.Status, Items: overlay.ItemsFromPB(r.Items), ServedBy: served,
-		Continuation: overlay.Key(r.Continuation), More: r.More, Hops: int(r.Hops),
+		Continuation: overlay.Key(r.Continuation), More: r.More, Hops: int(r.Hops), Incomplete: r.Incomplete,
 	})
 }
 

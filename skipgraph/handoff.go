@@ -51,6 +51,7 @@ type inXfer struct {
 	piece    overlay.Range
 	succ     overlay.Peer
 	succList []overlay.Peer
+	lost     []overlay.Range        // parts of the piece lost with failed nodes
 	early    map[uint32]*pb.Handoff // chunks that arrived ahead of their turn
 	next     uint32                 // next chunk to apply
 	lastSeen bool                   // the chunk marked last has been applied
@@ -100,6 +101,9 @@ func (n *Node) give(kind pb.HandoffKind, to overlay.Peer, piece overlay.Range, s
 			Items: overlay.ItemsToPB(c), Seq: uint32(i), Last: i == len(chunks)-1,
 		}
 		if i == 0 {
+			for _, r := range n.lost.within(piece) {
+				h.Lost = append(h.Lost, &pb.KeyRange{Start: []byte(r.Start), End: []byte(r.End)})
+			}
 			h.Succ = succ.ToPB()
 			for _, p := range succList {
 				h.SuccList = append(h.SuccList, p.ToPB())
@@ -141,6 +145,7 @@ func (n *Node) onHandoffAck(from overlay.Peer, a *pb.HandoffAck) {
 	})
 	n.Stats.HandoffsOut++
 	n.Stats.ItemsOut += x.items
+	n.lost.remove(x.piece) // what was lost there is the receiver's to report now
 	// Ownership moved: the node is free for its next handoff while the commit goes out; the
 	// flipped transfer waits for its confirmation on the side.
 	n.out = nil
@@ -257,6 +262,10 @@ func (n *Node) onHandoff(from overlay.Peer, h *pb.Handoff) {
 
 func (n *Node) applyChunk(x *inXfer, c *pb.Handoff) error {
 	if c.Seq == 0 {
+		x.lost = x.lost[:0]
+		for _, r := range c.Lost {
+			x.lost = append(x.lost, overlay.Range{Start: overlay.Key(r.Start), End: overlay.Key(r.End)})
+		}
 		x.succ = overlay.PeerFromPB(c.Succ)
 		x.succList = x.succList[:0]
 		for _, p := range c.SuccList {
@@ -316,6 +325,9 @@ func (n *Node) commitIn(x *inXfer) {
 	defer n.becameIdle()
 	n.in = nil
 	n.Stats.HandoffsIn++
+	for _, r := range x.lost {
+		n.lost.add(r)
+	}
 	n.send(x.from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffCommitAck{HandoffCommitAck: &pb.HandoffCommitAck{XferId: x.id}}}, causeOf(x.kind))
 	switch x.kind {
 	case pb.HandoffKind_HANDOFF_JOIN:

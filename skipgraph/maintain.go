@@ -242,6 +242,7 @@ func (n *Node) readmit(x overlay.Peer) {
 	})
 	n.levels[0].succ = x
 	n.succList = n.trimSuccList(append([]overlay.Peer{x}, n.succList...))
+	n.lost.remove(piece) // x still has its items
 	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.ID, Range: piece,
 		Detail: fmt.Sprintf("re-admitted a node wrongly declared dead; %d items written meanwhile sent back", len(items))})
 	if len(items) > 0 {
@@ -328,6 +329,9 @@ func (n *Node) linksFailed(id overlay.NodeID) {
 			n.levels[0].succ = next
 		}
 		lost := overlay.Range{Start: oldEnd, End: n.end()}
+		if oldEnd != n.end() {
+			n.lost.add(lost)
+		}
 		n.debug("successor failed", func() []zap.Field {
 			return []zap.Field{zap.String("dead", string(id)), zap.String("new_succ", string(n.levels[0].succ.ID)), zap.Stringer("taken", lost)}
 		})

@@ -64,6 +64,8 @@ type Node struct {
 	levels   []link
 	succList []overlay.Peer
 
+	lost lostSet // parts of the range whose items were lost with failed nodes
+
 	out        *outXfer            // the handoff this node gives, until it flips
 	committing map[uint64]*outXfer // flipped handoffs waiting for their commit's confirmation
 	in         *inXfer
@@ -174,6 +176,9 @@ func (n *Node) Responsible(k overlay.Key) bool {
 	}
 	return n.Owns() && n.Range().Contains(k)
 }
+
+// LostRanges returns the parts of the node's range whose items were lost with failed nodes.
+func (n *Node) LostRanges() []overlay.Range { return n.lost }
 
 // Height returns how many levels the node is linked on (it is alone on level Height()).
 func (n *Node) Height() int { return len(n.levels) }

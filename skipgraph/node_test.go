@@ -556,13 +556,22 @@ func TestFailureTakeover(t *testing.T) {
 			}
 		}
 	}
-	// c's items are lost; everything else is still found, and the lost range is writable again.
+	// c's items are lost: reads there say so rather than "not found"; everything else is still
+	// found, and the lost range is writable again.
 	get := nw.nodes["a"].Get(k(2500))
 	lost := nw.nodes["a"].Get(k(3500))
 	put := nw.nodes["d"].Put(k(2500), []byte("again"))
 	nw.run()
-	if r := nw.envs["a"].result(t, get); r.Status != pb.Status_STATUS_NOT_FOUND || r.Owner != "b" {
+	if r := nw.envs["a"].result(t, get); r.Status != pb.Status_STATUS_LOST || r.Owner != "b" {
 		t.Fatalf("get in the lost range: %+v", r)
+	}
+	if got := nw.nodes["b"].LostRanges(); len(got) != 1 || got[0] != (overlay.Range{Start: k(2000), End: k(3000)}) {
+		t.Fatalf("b reports lost ranges %v, want [2000, 3000)", got)
+	}
+	scan := nw.nodes["a"].Scan(k(1500), k(3500), 0, 0)
+	nw.run()
+	if r := nw.envs["a"].result(t, scan); r.Status != pb.Status_STATUS_OK || !r.Incomplete {
+		t.Fatalf("scan over the lost range not marked incomplete: %+v", r)
 	}
 	if r := nw.envs["a"].result(t, lost); r.Status != pb.Status_STATUS_OK || r.Owner != "d" {
 		t.Fatalf("get past the lost range: %+v", r)
@@ -1022,7 +1031,7 @@ func TestRequestRetriedAfterFailure(t *testing.T) {
 		}
 	}
 	nw.advance(time.Second)
-	if r := env.result(t, id); r.Status != pb.Status_STATUS_NOT_FOUND || r.Owner != "b" {
+	if r := env.result(t, id); r.Status != pb.Status_STATUS_LOST || r.Owner != "b" {
 		t.Fatalf("retried get: %+v", r)
 	}
 	// When no attempt is answered, the request fails after the last one.
@@ -1181,5 +1190,35 @@ func TestRoutingWithStaleStarts(t *testing.T) {
 		if maxHops > 15 { // 3·log2 32
 			t.Fatalf("shift %d: a lookup took %d hops", shift, maxHops)
 		}
+	}
+}
+
+// TestLostRangeTravelsWithHandoff: the part of a lost range that a join takes goes with it, so
+// that reads there keep saying "lost" at the new owner, and the giver keeps only the rest.
+func TestLostRangeTravelsWithHandoff(t *testing.T) {
+	nw := fourNodes(t)
+	nw.crash("c")
+	for range 4 {
+		nw.advance(nw.cfg.ProbeInterval + time.Duration(nw.cfg.ProbeMisses)*nw.cfg.ProbeTimeout)
+	}
+	b := nw.nodes["b"]
+	if got := b.LostRanges(); len(got) != 1 || got[0] != (overlay.Range{Start: k(2000), End: k(3000)}) {
+		t.Fatalf("b's lost ranges %v", got)
+	}
+	e := nw.join("e", "a", k(2600))
+	if got := e.LostRanges(); len(got) != 1 || got[0] != (overlay.Range{Start: k(2600), End: k(3000)}) {
+		t.Fatalf("joiner's lost ranges %v, want [2600, 3000)", got)
+	}
+	if got := b.LostRanges(); len(got) != 1 || got[0] != (overlay.Range{Start: k(2000), End: k(2600)}) {
+		t.Fatalf("b's lost ranges after the join %v, want [2000, 2600)", got)
+	}
+	get := nw.nodes["d"].Get(k(2700))
+	miss := nw.nodes["d"].Get(k(1500))
+	nw.run()
+	if r := nw.envs["d"].result(t, get); r.Status != pb.Status_STATUS_LOST || r.Owner != "e" {
+		t.Fatalf("get in the lost part the joiner took: %+v", r)
+	}
+	if r := nw.envs["d"].result(t, miss); r.Status != pb.Status_STATUS_NOT_FOUND {
+		t.Fatalf("get of a missing key outside lost ranges: %+v", r)
 	}
 }

@@ -73,6 +73,14 @@ func (n *Node) validate(m *pb.Envelope) error {
 				return errors.New("deleted key over the limit")
 			}
 		}
+		if len(h.Lost) > n.cfg.MaxItemsPerMessage {
+			return errors.New("too many lost ranges")
+		}
+		for _, r := range h.Lost {
+			if r == nil || len(r.Start) > n.cfg.MaxKeyLen || len(r.End) > n.cfg.MaxKeyLen {
+				return errors.New("lost range missing or over the key limit")
+			}
+		}
 		return n.checkItems(h.Items)
 	case *pb.Envelope_NeighborUpdate:
 		if b.NeighborUpdate.Level >= overlay.MaxLevel {

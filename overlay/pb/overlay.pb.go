@@ -88,6 +88,9 @@ const (
 	Status_STATUS_ERROR     Status = 2
 	Status_STATUS_HOP_LIMIT Status = 3
 	Status_STATUS_INVALID   Status = 4
+	// STATUS_LOST: the key is not stored, and it lies in a range whose holder failed before
+	// anyone else had its items: it may have existed.
+	Status_STATUS_LOST Status = 5
 )
 
 // Enum value maps for Status.
@@ -98,6 +101,7 @@ var (
 		2: "STATUS_ERROR",
 		3: "STATUS_HOP_LIMIT",
 		4: "STATUS_INVALID",
+		5: "STATUS_LOST",
 	}
 	Status_value = map[string]int32{
 		"STATUS_OK":        0,
@@ -105,6 +109,7 @@ var (
 		"STATUS_ERROR":     2,
 		"STATUS_HOP_LIMIT": 3,
 		"STATUS_INVALID":   4,
+		"STATUS_LOST":      5,
 	}
 )
 
@@ -518,6 +523,59 @@ func (x *Route) GetWalkCcw() bool {
 	return false
 }
 
+// KeyRange is a half-open arc [start, end) of the key circle (start == end: the whole circle).
+type KeyRange struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Start         []byte                 `protobuf:"bytes,1,opt,name=start,proto3" json:"start,omitempty"`
+	End           []byte                 `protobuf:"bytes,2,opt,name=end,proto3" json:"end,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeyRange) Reset() {
+	*x = KeyRange{}
+	mi := &file_overlay_pb_overlay_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeyRange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeyRange) ProtoMessage() {}
+
+func (x *KeyRange) ProtoReflect() protoreflect.Message {
+	mi := &file_overlay_pb_overlay_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeyRange.ProtoReflect.Descriptor instead.
+func (*KeyRange) Descriptor() ([]byte, []int) {
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *KeyRange) GetStart() []byte {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *KeyRange) GetEnd() []byte {
+	if x != nil {
+		return x.End
+	}
+	return nil
+}
+
 // Lookup is an exact-match operation routed to the owner of its key.
 type Lookup struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -532,7 +590,7 @@ type Lookup struct {
 
 func (x *Lookup) Reset() {
 	*x = Lookup{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[3]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -544,7 +602,7 @@ func (x *Lookup) String() string {
 func (*Lookup) ProtoMessage() {}
 
 func (x *Lookup) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[3]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -557,7 +615,7 @@ func (x *Lookup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lookup.ProtoReflect.Descriptor instead.
 func (*Lookup) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{3}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Lookup) GetReqId() uint64 {
@@ -609,7 +667,7 @@ type LookupReply struct {
 
 func (x *LookupReply) Reset() {
 	*x = LookupReply{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[4]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -621,7 +679,7 @@ func (x *LookupReply) String() string {
 func (*LookupReply) ProtoMessage() {}
 
 func (x *LookupReply) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[4]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -634,7 +692,7 @@ func (x *LookupReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupReply.ProtoReflect.Descriptor instead.
 func (*LookupReply) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{4}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *LookupReply) GetReqId() uint64 {
@@ -695,13 +753,14 @@ type RangeQuery struct {
 	Bytes      uint64                 `protobuf:"varint,10,opt,name=bytes,proto3" json:"bytes,omitempty"`
 	// walking is set once the owner of start has been reached.
 	Walking       bool `protobuf:"varint,11,opt,name=walking,proto3" json:"walking,omitempty"`
+	Incomplete    bool `protobuf:"varint,12,opt,name=incomplete,proto3" json:"incomplete,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RangeQuery) Reset() {
 	*x = RangeQuery{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[5]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -713,7 +772,7 @@ func (x *RangeQuery) String() string {
 func (*RangeQuery) ProtoMessage() {}
 
 func (x *RangeQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[5]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -726,7 +785,7 @@ func (x *RangeQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RangeQuery.ProtoReflect.Descriptor instead.
 func (*RangeQuery) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{5}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RangeQuery) GetReqId() uint64 {
@@ -806,6 +865,13 @@ func (x *RangeQuery) GetWalking() bool {
 	return false
 }
 
+func (x *RangeQuery) GetIncomplete() bool {
+	if x != nil {
+		return x.Incomplete
+	}
+	return false
+}
+
 type RangeReply struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	ReqId    uint64                 `protobuf:"varint,1,opt,name=req_id,json=reqId,proto3" json:"req_id,omitempty"`
@@ -813,16 +879,18 @@ type RangeReply struct {
 	Items    []*Item                `protobuf:"bytes,3,rep,name=items,proto3" json:"items,omitempty"`
 	ServedBy [][]byte               `protobuf:"bytes,4,rep,name=served_by,json=servedBy,proto3" json:"served_by,omitempty"`
 	// continuation is the first key not returned when a limit cut the answer short.
-	Continuation  []byte `protobuf:"bytes,5,opt,name=continuation,proto3" json:"continuation,omitempty"`
-	More          bool   `protobuf:"varint,6,opt,name=more,proto3" json:"more,omitempty"`
-	Hops          uint32 `protobuf:"varint,7,opt,name=hops,proto3" json:"hops,omitempty"`
+	Continuation []byte `protobuf:"bytes,5,opt,name=continuation,proto3" json:"continuation,omitempty"`
+	More         bool   `protobuf:"varint,6,opt,name=more,proto3" json:"more,omitempty"`
+	Hops         uint32 `protobuf:"varint,7,opt,name=hops,proto3" json:"hops,omitempty"`
+	// incomplete: part of the range was lost with a failed node; keys there may be missing.
+	Incomplete    bool `protobuf:"varint,8,opt,name=incomplete,proto3" json:"incomplete,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RangeReply) Reset() {
 	*x = RangeReply{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[6]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -834,7 +902,7 @@ func (x *RangeReply) String() string {
 func (*RangeReply) ProtoMessage() {}
 
 func (x *RangeReply) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[6]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -847,7 +915,7 @@ func (x *RangeReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RangeReply.ProtoReflect.Descriptor instead.
 func (*RangeReply) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{6}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RangeReply) GetReqId() uint64 {
@@ -899,6 +967,13 @@ func (x *RangeReply) GetHops() uint32 {
 	return 0
 }
 
+func (x *RangeReply) GetIncomplete() bool {
+	if x != nil {
+		return x.Incomplete
+	}
+	return false
+}
+
 // BatchPut is routed to the owner of its first item, then walks level 0 clockwise; every node
 // stores the items in its range and passes the rest on.
 type BatchPut struct {
@@ -915,7 +990,7 @@ type BatchPut struct {
 
 func (x *BatchPut) Reset() {
 	*x = BatchPut{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[7]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -927,7 +1002,7 @@ func (x *BatchPut) String() string {
 func (*BatchPut) ProtoMessage() {}
 
 func (x *BatchPut) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[7]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -940,7 +1015,7 @@ func (x *BatchPut) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchPut.ProtoReflect.Descriptor instead.
 func (*BatchPut) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{7}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *BatchPut) GetReqId() uint64 {
@@ -997,7 +1072,7 @@ type BatchPutReply struct {
 
 func (x *BatchPutReply) Reset() {
 	*x = BatchPutReply{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[8]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1009,7 +1084,7 @@ func (x *BatchPutReply) String() string {
 func (*BatchPutReply) ProtoMessage() {}
 
 func (x *BatchPutReply) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[8]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1022,7 +1097,7 @@ func (x *BatchPutReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchPutReply.ProtoReflect.Descriptor instead.
 func (*BatchPutReply) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{8}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *BatchPutReply) GetReqId() uint64 {
@@ -1065,7 +1140,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[9]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1077,7 +1152,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[9]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1090,7 +1165,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{9}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *JoinRequest) GetJoiner() *NodeRef {
@@ -1116,7 +1191,7 @@ type JoinRefused struct {
 
 func (x *JoinRefused) Reset() {
 	*x = JoinRefused{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[10]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1128,7 +1203,7 @@ func (x *JoinRefused) String() string {
 func (*JoinRefused) ProtoMessage() {}
 
 func (x *JoinRefused) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[10]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1141,7 +1216,7 @@ func (x *JoinRefused) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRefused.ProtoReflect.Descriptor instead.
 func (*JoinRefused) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{10}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *JoinRefused) GetReason() string {
@@ -1166,14 +1241,16 @@ type Handoff struct {
 	Succ     *NodeRef   `protobuf:"bytes,8,opt,name=succ,proto3" json:"succ,omitempty"`
 	SuccList []*NodeRef `protobuf:"bytes,9,rep,name=succ_list,json=succList,proto3" json:"succ_list,omitempty"`
 	// Keys deleted at the giver while the piece was streaming (chunks after the first).
-	Deletes       [][]byte `protobuf:"bytes,10,rep,name=deletes,proto3" json:"deletes,omitempty"`
+	Deletes [][]byte `protobuf:"bytes,10,rep,name=deletes,proto3" json:"deletes,omitempty"`
+	// Parts of the piece lost with failed nodes (first chunk): reads there answer STATUS_LOST.
+	Lost          []*KeyRange `protobuf:"bytes,11,rep,name=lost,proto3" json:"lost,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Handoff) Reset() {
 	*x = Handoff{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[11]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1185,7 +1262,7 @@ func (x *Handoff) String() string {
 func (*Handoff) ProtoMessage() {}
 
 func (x *Handoff) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[11]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1198,7 +1275,7 @@ func (x *Handoff) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Handoff.ProtoReflect.Descriptor instead.
 func (*Handoff) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{11}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Handoff) GetXferId() uint64 {
@@ -1271,6 +1348,13 @@ func (x *Handoff) GetDeletes() [][]byte {
 	return nil
 }
 
+func (x *Handoff) GetLost() []*KeyRange {
+	if x != nil {
+		return x.Lost
+	}
+	return nil
+}
+
 // HandoffAck confirms that the receiver persisted chunks 0..upto (all of them, in order).
 type HandoffAck struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1282,7 +1366,7 @@ type HandoffAck struct {
 
 func (x *HandoffAck) Reset() {
 	*x = HandoffAck{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[12]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1294,7 +1378,7 @@ func (x *HandoffAck) String() string {
 func (*HandoffAck) ProtoMessage() {}
 
 func (x *HandoffAck) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[12]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1307,7 +1391,7 @@ func (x *HandoffAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffAck.ProtoReflect.Descriptor instead.
 func (*HandoffAck) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{12}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *HandoffAck) GetXferId() uint64 {
@@ -1336,7 +1420,7 @@ type HandoffCommit struct {
 
 func (x *HandoffCommit) Reset() {
 	*x = HandoffCommit{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[13]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1348,7 +1432,7 @@ func (x *HandoffCommit) String() string {
 func (*HandoffCommit) ProtoMessage() {}
 
 func (x *HandoffCommit) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[13]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1361,7 +1445,7 @@ func (x *HandoffCommit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffCommit.ProtoReflect.Descriptor instead.
 func (*HandoffCommit) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{13}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *HandoffCommit) GetXferId() uint64 {
@@ -1387,7 +1471,7 @@ type HandoffCommitAck struct {
 
 func (x *HandoffCommitAck) Reset() {
 	*x = HandoffCommitAck{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[14]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1399,7 +1483,7 @@ func (x *HandoffCommitAck) String() string {
 func (*HandoffCommitAck) ProtoMessage() {}
 
 func (x *HandoffCommitAck) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[14]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1412,7 +1496,7 @@ func (x *HandoffCommitAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffCommitAck.ProtoReflect.Descriptor instead.
 func (*HandoffCommitAck) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{14}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *HandoffCommitAck) GetXferId() uint64 {
@@ -1434,7 +1518,7 @@ type HandoffAbort struct {
 
 func (x *HandoffAbort) Reset() {
 	*x = HandoffAbort{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[15]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1446,7 +1530,7 @@ func (x *HandoffAbort) String() string {
 func (*HandoffAbort) ProtoMessage() {}
 
 func (x *HandoffAbort) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[15]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1459,7 +1543,7 @@ func (x *HandoffAbort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffAbort.ProtoReflect.Descriptor instead.
 func (*HandoffAbort) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{15}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *HandoffAbort) GetXferId() uint64 {
@@ -1491,7 +1575,7 @@ type NeighborUpdate struct {
 
 func (x *NeighborUpdate) Reset() {
 	*x = NeighborUpdate{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[16]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1503,7 +1587,7 @@ func (x *NeighborUpdate) String() string {
 func (*NeighborUpdate) ProtoMessage() {}
 
 func (x *NeighborUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[16]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1516,7 +1600,7 @@ func (x *NeighborUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NeighborUpdate.ProtoReflect.Descriptor instead.
 func (*NeighborUpdate) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{16}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *NeighborUpdate) GetLevel() uint32 {
@@ -1564,7 +1648,7 @@ type LevelScan struct {
 
 func (x *LevelScan) Reset() {
 	*x = LevelScan{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[17]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1576,7 +1660,7 @@ func (x *LevelScan) String() string {
 func (*LevelScan) ProtoMessage() {}
 
 func (x *LevelScan) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[17]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1589,7 +1673,7 @@ func (x *LevelScan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LevelScan.ProtoReflect.Descriptor instead.
 func (*LevelScan) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{17}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *LevelScan) GetOrigin() *NodeRef {
@@ -1643,7 +1727,7 @@ type LevelFound struct {
 
 func (x *LevelFound) Reset() {
 	*x = LevelFound{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[18]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1655,7 +1739,7 @@ func (x *LevelFound) String() string {
 func (*LevelFound) ProtoMessage() {}
 
 func (x *LevelFound) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[18]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1668,7 +1752,7 @@ func (x *LevelFound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LevelFound.ProtoReflect.Descriptor instead.
 func (*LevelFound) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{18}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *LevelFound) GetLevel() uint32 {
@@ -1720,7 +1804,7 @@ type Ping struct {
 
 func (x *Ping) Reset() {
 	*x = Ping{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[19]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1732,7 +1816,7 @@ func (x *Ping) String() string {
 func (*Ping) ProtoMessage() {}
 
 func (x *Ping) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[19]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1745,7 +1829,7 @@ func (x *Ping) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ping.ProtoReflect.Descriptor instead.
 func (*Ping) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{19}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Ping) GetSeq() uint64 {
@@ -1787,7 +1871,7 @@ type Pong struct {
 
 func (x *Pong) Reset() {
 	*x = Pong{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[20]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1799,7 +1883,7 @@ func (x *Pong) String() string {
 func (*Pong) ProtoMessage() {}
 
 func (x *Pong) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[20]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1812,7 +1896,7 @@ func (x *Pong) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pong.ProtoReflect.Descriptor instead.
 func (*Pong) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{20}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Pong) GetSeq() uint64 {
@@ -1904,7 +1988,7 @@ type Envelope struct {
 
 func (x *Envelope) Reset() {
 	*x = Envelope{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[21]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1916,7 +2000,7 @@ func (x *Envelope) String() string {
 func (*Envelope) ProtoMessage() {}
 
 func (x *Envelope) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[21]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1929,7 +2013,7 @@ func (x *Envelope) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Envelope.ProtoReflect.Descriptor instead.
 func (*Envelope) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{21}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Envelope) GetFrom() *NodeRef {
@@ -2248,7 +2332,10 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\n" +
 	"prev_start\x18\x03 \x01(\fR\tprevStart\x12\x19\n" +
 	"\bhas_prev\x18\x04 \x01(\bR\ahasPrev\x12\x19\n" +
-	"\bwalk_ccw\x18\x05 \x01(\bR\awalkCcw\"\xc0\x01\n" +
+	"\bwalk_ccw\x18\x05 \x01(\bR\awalkCcw\"2\n" +
+	"\bKeyRange\x12\x14\n" +
+	"\x05start\x18\x01 \x01(\fR\x05start\x12\x10\n" +
+	"\x03end\x18\x02 \x01(\fR\x03end\"\xc0\x01\n" +
 	"\x06Lookup\x12\x15\n" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x122\n" +
 	"\x06origin\x18\x02 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x06origin\x12.\n" +
@@ -2261,7 +2348,7 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x06status\x18\x03 \x01(\x0e2\x19.skiprange.overlay.StatusR\x06status\x12\x14\n" +
 	"\x05value\x18\x04 \x01(\fR\x05value\x12\x12\n" +
 	"\x04hops\x18\x05 \x01(\rR\x04hops\x12\x14\n" +
-	"\x05error\x18\x06 \x01(\tR\x05error\"\xeb\x02\n" +
+	"\x05error\x18\x06 \x01(\tR\x05error\"\x8b\x03\n" +
 	"\n" +
 	"RangeQuery\x12\x15\n" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x122\n" +
@@ -2277,7 +2364,10 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\tserved_by\x18\t \x03(\fR\bservedBy\x12\x14\n" +
 	"\x05bytes\x18\n" +
 	" \x01(\x04R\x05bytes\x12\x18\n" +
-	"\awalking\x18\v \x01(\bR\awalking\"\xee\x01\n" +
+	"\awalking\x18\v \x01(\bR\awalking\x12\x1e\n" +
+	"\n" +
+	"incomplete\x18\f \x01(\bR\n" +
+	"incomplete\"\x8e\x02\n" +
 	"\n" +
 	"RangeReply\x12\x15\n" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x121\n" +
@@ -2286,7 +2376,10 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\tserved_by\x18\x04 \x03(\fR\bservedBy\x12\"\n" +
 	"\fcontinuation\x18\x05 \x01(\fR\fcontinuation\x12\x12\n" +
 	"\x04more\x18\x06 \x01(\bR\x04more\x12\x12\n" +
-	"\x04hops\x18\a \x01(\rR\x04hops\"\xe6\x01\n" +
+	"\x04hops\x18\a \x01(\rR\x04hops\x12\x1e\n" +
+	"\n" +
+	"incomplete\x18\b \x01(\bR\n" +
+	"incomplete\"\xe6\x01\n" +
 	"\bBatchPut\x12\x15\n" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x122\n" +
 	"\x06origin\x18\x02 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x06origin\x12.\n" +
@@ -2303,7 +2396,7 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x06joiner\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x06joiner\x12.\n" +
 	"\x05route\x18\x02 \x01(\v2\x18.skiprange.overlay.RouteR\x05route\"%\n" +
 	"\vJoinRefused\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xd6\x02\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\x87\x03\n" +
 	"\aHandoff\x12\x17\n" +
 	"\axfer_id\x18\x01 \x01(\x04R\x06xferId\x122\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x1e.skiprange.overlay.HandoffKindR\x04kind\x12\x14\n" +
@@ -2315,7 +2408,8 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x04succ\x18\b \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04succ\x127\n" +
 	"\tsucc_list\x18\t \x03(\v2\x1a.skiprange.overlay.NodeRefR\bsuccList\x12\x18\n" +
 	"\adeletes\x18\n" +
-	" \x03(\fR\adeletes\"9\n" +
+	" \x03(\fR\adeletes\x12/\n" +
+	"\x04lost\x18\v \x03(\v2\x1b.skiprange.overlay.KeyRangeR\x04lost\"9\n" +
 	"\n" +
 	"HandoffAck\x12\x17\n" +
 	"\axfer_id\x18\x01 \x01(\x04R\x06xferId\x12\x12\n" +
@@ -2395,13 +2489,14 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\n" +
 	"\x06OP_PUT\x10\x02\x12\r\n" +
 	"\tOP_DELETE\x10\x03\x12\v\n" +
-	"\aOP_FIND\x10\x04*i\n" +
+	"\aOP_FIND\x10\x04*z\n" +
 	"\x06Status\x12\r\n" +
 	"\tSTATUS_OK\x10\x00\x12\x14\n" +
 	"\x10STATUS_NOT_FOUND\x10\x01\x12\x10\n" +
 	"\fSTATUS_ERROR\x10\x02\x12\x14\n" +
 	"\x10STATUS_HOP_LIMIT\x10\x03\x12\x12\n" +
-	"\x0eSTATUS_INVALID\x10\x04*\\\n" +
+	"\x0eSTATUS_INVALID\x10\x04\x12\x0f\n" +
+	"\vSTATUS_LOST\x10\x05*\\\n" +
 	"\vHandoffKind\x12\x17\n" +
 	"\x13HANDOFF_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fHANDOFF_JOIN\x10\x01\x12\x11\n" +
@@ -2434,7 +2529,7 @@ func file_overlay_pb_overlay_proto_rawDescGZIP() []byte {
 }
 
 var file_overlay_pb_overlay_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_overlay_pb_overlay_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_overlay_pb_overlay_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_overlay_pb_overlay_proto_goTypes = []any{
 	(Op)(0),                  // 0: skiprange.overlay.Op
 	(Status)(0),              // 1: skiprange.overlay.Status
@@ -2444,25 +2539,26 @@ var file_overlay_pb_overlay_proto_goTypes = []any{
 	(*NodeRef)(nil),          // 5: skiprange.overlay.NodeRef
 	(*Item)(nil),             // 6: skiprange.overlay.Item
 	(*Route)(nil),            // 7: skiprange.overlay.Route
-	(*Lookup)(nil),           // 8: skiprange.overlay.Lookup
-	(*LookupReply)(nil),      // 9: skiprange.overlay.LookupReply
-	(*RangeQuery)(nil),       // 10: skiprange.overlay.RangeQuery
-	(*RangeReply)(nil),       // 11: skiprange.overlay.RangeReply
-	(*BatchPut)(nil),         // 12: skiprange.overlay.BatchPut
-	(*BatchPutReply)(nil),    // 13: skiprange.overlay.BatchPutReply
-	(*JoinRequest)(nil),      // 14: skiprange.overlay.JoinRequest
-	(*JoinRefused)(nil),      // 15: skiprange.overlay.JoinRefused
-	(*Handoff)(nil),          // 16: skiprange.overlay.Handoff
-	(*HandoffAck)(nil),       // 17: skiprange.overlay.HandoffAck
-	(*HandoffCommit)(nil),    // 18: skiprange.overlay.HandoffCommit
-	(*HandoffCommitAck)(nil), // 19: skiprange.overlay.HandoffCommitAck
-	(*HandoffAbort)(nil),     // 20: skiprange.overlay.HandoffAbort
-	(*NeighborUpdate)(nil),   // 21: skiprange.overlay.NeighborUpdate
-	(*LevelScan)(nil),        // 22: skiprange.overlay.LevelScan
-	(*LevelFound)(nil),       // 23: skiprange.overlay.LevelFound
-	(*Ping)(nil),             // 24: skiprange.overlay.Ping
-	(*Pong)(nil),             // 25: skiprange.overlay.Pong
-	(*Envelope)(nil),         // 26: skiprange.overlay.Envelope
+	(*KeyRange)(nil),         // 8: skiprange.overlay.KeyRange
+	(*Lookup)(nil),           // 9: skiprange.overlay.Lookup
+	(*LookupReply)(nil),      // 10: skiprange.overlay.LookupReply
+	(*RangeQuery)(nil),       // 11: skiprange.overlay.RangeQuery
+	(*RangeReply)(nil),       // 12: skiprange.overlay.RangeReply
+	(*BatchPut)(nil),         // 13: skiprange.overlay.BatchPut
+	(*BatchPutReply)(nil),    // 14: skiprange.overlay.BatchPutReply
+	(*JoinRequest)(nil),      // 15: skiprange.overlay.JoinRequest
+	(*JoinRefused)(nil),      // 16: skiprange.overlay.JoinRefused
+	(*Handoff)(nil),          // 17: skiprange.overlay.Handoff
+	(*HandoffAck)(nil),       // 18: skiprange.overlay.HandoffAck
+	(*HandoffCommit)(nil),    // 19: skiprange.overlay.HandoffCommit
+	(*HandoffCommitAck)(nil), // 20: skiprange.overlay.HandoffCommitAck
+	(*HandoffAbort)(nil),     // 21: skiprange.overlay.HandoffAbort
+	(*NeighborUpdate)(nil),   // 22: skiprange.overlay.NeighborUpdate
+	(*LevelScan)(nil),        // 23: skiprange.overlay.LevelScan
+	(*LevelFound)(nil),       // 24: skiprange.overlay.LevelFound
+	(*Ping)(nil),             // 25: skiprange.overlay.Ping
+	(*Pong)(nil),             // 26: skiprange.overlay.Pong
+	(*Envelope)(nil),         // 27: skiprange.overlay.Envelope
 }
 var file_overlay_pb_overlay_proto_depIdxs = []int32{
 	5,  // 0: skiprange.overlay.Lookup.origin:type_name -> skiprange.overlay.NodeRef
@@ -2485,43 +2581,44 @@ var file_overlay_pb_overlay_proto_depIdxs = []int32{
 	6,  // 17: skiprange.overlay.Handoff.items:type_name -> skiprange.overlay.Item
 	5,  // 18: skiprange.overlay.Handoff.succ:type_name -> skiprange.overlay.NodeRef
 	5,  // 19: skiprange.overlay.Handoff.succ_list:type_name -> skiprange.overlay.NodeRef
-	3,  // 20: skiprange.overlay.NeighborUpdate.side:type_name -> skiprange.overlay.Side
-	5,  // 21: skiprange.overlay.NeighborUpdate.node:type_name -> skiprange.overlay.NodeRef
-	5,  // 22: skiprange.overlay.LevelScan.origin:type_name -> skiprange.overlay.NodeRef
-	3,  // 23: skiprange.overlay.LevelScan.side:type_name -> skiprange.overlay.Side
-	3,  // 24: skiprange.overlay.LevelFound.side:type_name -> skiprange.overlay.Side
-	5,  // 25: skiprange.overlay.LevelFound.node:type_name -> skiprange.overlay.NodeRef
-	5,  // 26: skiprange.overlay.LevelFound.other:type_name -> skiprange.overlay.NodeRef
-	5,  // 27: skiprange.overlay.Pong.pred:type_name -> skiprange.overlay.NodeRef
-	5,  // 28: skiprange.overlay.Pong.succ:type_name -> skiprange.overlay.NodeRef
-	5,  // 29: skiprange.overlay.Pong.succ_list:type_name -> skiprange.overlay.NodeRef
-	5,  // 30: skiprange.overlay.Pong.preds:type_name -> skiprange.overlay.NodeRef
-	5,  // 31: skiprange.overlay.Pong.succs:type_name -> skiprange.overlay.NodeRef
-	5,  // 32: skiprange.overlay.Envelope.from:type_name -> skiprange.overlay.NodeRef
-	4,  // 33: skiprange.overlay.Envelope.cause:type_name -> skiprange.overlay.Cause
-	8,  // 34: skiprange.overlay.Envelope.lookup:type_name -> skiprange.overlay.Lookup
-	9,  // 35: skiprange.overlay.Envelope.lookup_reply:type_name -> skiprange.overlay.LookupReply
-	10, // 36: skiprange.overlay.Envelope.range_query:type_name -> skiprange.overlay.RangeQuery
-	11, // 37: skiprange.overlay.Envelope.range_reply:type_name -> skiprange.overlay.RangeReply
-	12, // 38: skiprange.overlay.Envelope.batch_put:type_name -> skiprange.overlay.BatchPut
-	13, // 39: skiprange.overlay.Envelope.batch_put_reply:type_name -> skiprange.overlay.BatchPutReply
-	14, // 40: skiprange.overlay.Envelope.join_request:type_name -> skiprange.overlay.JoinRequest
-	15, // 41: skiprange.overlay.Envelope.join_refused:type_name -> skiprange.overlay.JoinRefused
-	16, // 42: skiprange.overlay.Envelope.handoff:type_name -> skiprange.overlay.Handoff
-	17, // 43: skiprange.overlay.Envelope.handoff_ack:type_name -> skiprange.overlay.HandoffAck
-	18, // 44: skiprange.overlay.Envelope.handoff_commit:type_name -> skiprange.overlay.HandoffCommit
-	20, // 45: skiprange.overlay.Envelope.handoff_abort:type_name -> skiprange.overlay.HandoffAbort
-	19, // 46: skiprange.overlay.Envelope.handoff_commit_ack:type_name -> skiprange.overlay.HandoffCommitAck
-	21, // 47: skiprange.overlay.Envelope.neighbor_update:type_name -> skiprange.overlay.NeighborUpdate
-	22, // 48: skiprange.overlay.Envelope.level_scan:type_name -> skiprange.overlay.LevelScan
-	23, // 49: skiprange.overlay.Envelope.level_found:type_name -> skiprange.overlay.LevelFound
-	24, // 50: skiprange.overlay.Envelope.ping:type_name -> skiprange.overlay.Ping
-	25, // 51: skiprange.overlay.Envelope.pong:type_name -> skiprange.overlay.Pong
-	52, // [52:52] is the sub-list for method output_type
-	52, // [52:52] is the sub-list for method input_type
-	52, // [52:52] is the sub-list for extension type_name
-	52, // [52:52] is the sub-list for extension extendee
-	0,  // [0:52] is the sub-list for field type_name
+	8,  // 20: skiprange.overlay.Handoff.lost:type_name -> skiprange.overlay.KeyRange
+	3,  // 21: skiprange.overlay.NeighborUpdate.side:type_name -> skiprange.overlay.Side
+	5,  // 22: skiprange.overlay.NeighborUpdate.node:type_name -> skiprange.overlay.NodeRef
+	5,  // 23: skiprange.overlay.LevelScan.origin:type_name -> skiprange.overlay.NodeRef
+	3,  // 24: skiprange.overlay.LevelScan.side:type_name -> skiprange.overlay.Side
+	3,  // 25: skiprange.overlay.LevelFound.side:type_name -> skiprange.overlay.Side
+	5,  // 26: skiprange.overlay.LevelFound.node:type_name -> skiprange.overlay.NodeRef
+	5,  // 27: skiprange.overlay.LevelFound.other:type_name -> skiprange.overlay.NodeRef
+	5,  // 28: skiprange.overlay.Pong.pred:type_name -> skiprange.overlay.NodeRef
+	5,  // 29: skiprange.overlay.Pong.succ:type_name -> skiprange.overlay.NodeRef
+	5,  // 30: skiprange.overlay.Pong.succ_list:type_name -> skiprange.overlay.NodeRef
+	5,  // 31: skiprange.overlay.Pong.preds:type_name -> skiprange.overlay.NodeRef
+	5,  // 32: skiprange.overlay.Pong.succs:type_name -> skiprange.overlay.NodeRef
+	5,  // 33: skiprange.overlay.Envelope.from:type_name -> skiprange.overlay.NodeRef
+	4,  // 34: skiprange.overlay.Envelope.cause:type_name -> skiprange.overlay.Cause
+	9,  // 35: skiprange.overlay.Envelope.lookup:type_name -> skiprange.overlay.Lookup
+	10, // 36: skiprange.overlay.Envelope.lookup_reply:type_name -> skiprange.overlay.LookupReply
+	11, // 37: skiprange.overlay.Envelope.range_query:type_name -> skiprange.overlay.RangeQuery
+	12, // 38: skiprange.overlay.Envelope.range_reply:type_name -> skiprange.overlay.RangeReply
+	13, // 39: skiprange.overlay.Envelope.batch_put:type_name -> skiprange.overlay.BatchPut
+	14, // 40: skiprange.overlay.Envelope.batch_put_reply:type_name -> skiprange.overlay.BatchPutReply
+	15, // 41: skiprange.overlay.Envelope.join_request:type_name -> skiprange.overlay.JoinRequest
+	16, // 42: skiprange.overlay.Envelope.join_refused:type_name -> skiprange.overlay.JoinRefused
+	17, // 43: skiprange.overlay.Envelope.handoff:type_name -> skiprange.overlay.Handoff
+	18, // 44: skiprange.overlay.Envelope.handoff_ack:type_name -> skiprange.overlay.HandoffAck
+	19, // 45: skiprange.overlay.Envelope.handoff_commit:type_name -> skiprange.overlay.HandoffCommit
+	21, // 46: skiprange.overlay.Envelope.handoff_abort:type_name -> skiprange.overlay.HandoffAbort
+	20, // 47: skiprange.overlay.Envelope.handoff_commit_ack:type_name -> skiprange.overlay.HandoffCommitAck
+	22, // 48: skiprange.overlay.Envelope.neighbor_update:type_name -> skiprange.overlay.NeighborUpdate
+	23, // 49: skiprange.overlay.Envelope.level_scan:type_name -> skiprange.overlay.LevelScan
+	24, // 50: skiprange.overlay.Envelope.level_found:type_name -> skiprange.overlay.LevelFound
+	25, // 51: skiprange.overlay.Envelope.ping:type_name -> skiprange.overlay.Ping
+	26, // 52: skiprange.overlay.Envelope.pong:type_name -> skiprange.overlay.Pong
+	53, // [53:53] is the sub-list for method output_type
+	53, // [53:53] is the sub-list for method input_type
+	53, // [53:53] is the sub-list for extension type_name
+	53, // [53:53] is the sub-list for extension extendee
+	0,  // [0:53] is the sub-list for field type_name
 }
 
 func init() { file_overlay_pb_overlay_proto_init() }
@@ -2529,7 +2626,7 @@ func file_overlay_pb_overlay_proto_init() {
 	if File_overlay_pb_overlay_proto != nil {
 		return
 	}
-	file_overlay_pb_overlay_proto_msgTypes[21].OneofWrappers = []any{
+	file_overlay_pb_overlay_proto_msgTypes[22].OneofWrappers = []any{
 		(*Envelope_Lookup)(nil),
 		(*Envelope_LookupReply)(nil),
 		(*Envelope_RangeQuery)(nil),
@@ -2555,7 +2652,7 @@ func file_overlay_pb_overlay_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_overlay_pb_overlay_proto_rawDesc), len(file_overlay_pb_overlay_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -380,6 +380,8 @@ func (h *Harness) lookups(p OverlayParams, n int, keyAt func(int) overlay.Key, p
 					st.Failed++
 				case h.Lost[k]:
 					hops = append(hops, r.Hops) // lost keys may be missing: not wrong either way
+				case !exists && r.Status == pb.Status_STATUS_LOST:
+					hops = append(hops, r.Hops) // never written, in a lost range: "may have existed"
 				case exists && (r.Status != pb.Status_STATUS_OK || string(r.Value) != want),
 					!exists && r.Status != pb.Status_STATUS_NOT_FOUND:
 					st.Wrong++
