@@ -53,7 +53,7 @@ type Network struct {
 	cfg    Config
 	epoch  time.Time
 	now    time.Duration
-	queue  queue
+	agenda schedule
 	seq    uint64
 	rng    *rand.Rand
 	nodes  map[overlay.NodeID]*simNode
@@ -239,12 +239,24 @@ func (nw *Network) At(t time.Duration, fn func()) {
 func (nw *Network) schedule(e event) {
 	nw.seq++
 	e.seq = nw.seq
-	nw.queue.push(e)
+	nw.agenda.heap.push(e)
+}
+
+// scheduleMessage queues a message delivery: under a fixed latency every delivery falls after
+// the ones already queued, so it can skip the heap.
+func (nw *Network) scheduleMessage(e event) {
+	if nw.cfg.Jitter > 0 {
+		nw.schedule(e)
+		return
+	}
+	nw.seq++
+	e.seq = nw.seq
+	nw.agenda.fifo.push(e)
 }
 
 // RunUntil processes events up to virtual time t; the clock ends at t.
 func (nw *Network) RunUntil(t time.Duration) {
-	for len(nw.queue) > 0 && nw.queue[0].at <= t {
+	for nw.agenda.len() > 0 && nw.agenda.next().at <= t {
 		nw.step()
 	}
 	nw.now = max(nw.now, t)
@@ -257,7 +269,7 @@ func (nw *Network) RunFor(d time.Duration) { nw.RunUntil(nw.now + d) }
 // whether cond became false.
 func (nw *Network) RunWhile(cond func() bool, limit time.Duration) bool {
 	for cond() {
-		if len(nw.queue) == 0 || nw.queue[0].at > limit {
+		if nw.agenda.len() == 0 || nw.agenda.next().at > limit {
 			nw.now = max(nw.now, limit)
 			return !cond()
 		}
@@ -267,7 +279,7 @@ func (nw *Network) RunWhile(cond func() bool, limit time.Duration) bool {
 }
 
 func (nw *Network) step() {
-	e := nw.queue.pop()
+	e := nw.agenda.pop()
 	nw.now = e.at
 	nw.Stats.Events++
 	if e.call != nil {
@@ -315,7 +327,7 @@ func (nw *Network) send(from *simNode, to overlay.NodeID, m *pb.Envelope) {
 	if nw.cfg.Jitter > 0 {
 		delay += time.Duration(nw.rng.Int64N(int64(nw.cfg.Jitter)))
 	}
-	nw.schedule(event{at: nw.now + delay, to: dst, incarnation: dst.incarnation, from: from.id, msg: m})
+	nw.scheduleMessage(event{at: nw.now + delay, to: dst, incarnation: dst.incarnation, from: from.id, msg: m})
 }
 
 // owners returns the running nodes that own a range, sorted by range start.
