@@ -63,6 +63,32 @@ type inXfer struct {
 
 const maxCommitRetries = 8
 
+// dropCopy deletes this node's copy of a piece that is not its own (handed over, or received and
+// aborted), except the parts that came back to it meanwhile: a confirmation that arrives late
+// must not delete what a later handoff brought back (found by the property test, with a join
+// handed over and at once given back by the joiner's leave).
+func (n *Node) dropCopy(piece overlay.Range) {
+	parts := []overlay.Range{piece}
+	keep := func(r overlay.Range) {
+		var rest []overlay.Range
+		for _, p := range parts {
+			rest = append(rest, p.Subtract(r)...)
+		}
+		parts = rest
+	}
+	if n.Owns() {
+		keep(n.Range())
+	}
+	if n.in != nil {
+		keep(n.in.piece)
+	}
+	for _, p := range parts {
+		if err := n.store.DeleteRange(p); err != nil {
+			n.env.Logger().Warn("delete a piece that is not this node's", zap.Error(err))
+		}
+	}
+}
+
 // causeOf tells which activity a handoff of kind serves.
 func causeOf(kind pb.HandoffKind) pb.Cause {
 	switch kind {
@@ -169,9 +195,7 @@ func (n *Node) onHandoffCommitAck(from overlay.Peer, a *pb.HandoffCommitAck) {
 // finishOut ends a flipped handoff whose commit was confirmed: the copy of the piece goes.
 func (n *Node) finishOut(x *outXfer) {
 	delete(n.committing, x.id)
-	if err := n.store.DeleteRange(x.piece); err != nil {
-		n.env.Logger().Warn("delete handed-over piece")
-	}
+	n.dropCopy(x.piece)
 	if x.onDone != nil {
 		x.onDone()
 	}
@@ -353,9 +377,7 @@ func (n *Node) discardIn(x *inXfer) {
 	defer n.becameIdle()
 	n.in = nil
 	n.Stats.Aborts++
-	if err := n.store.DeleteRange(x.piece); err != nil {
-		n.env.Logger().Warn("discard aborted piece")
-	}
+	n.dropCopy(x.piece)
 	if x.kind == pb.HandoffKind_HANDOFF_JOIN && n.state == StateJoining {
 		n.retryJoinLater()
 	}

@@ -77,6 +77,21 @@ func (p *propertyNet) settle(what string) {
 		p.t.Fatalf("%s: invariants do not hold again: %s", what, p.h.Net.Check())
 	}
 	if m, x, w := p.h.Net.CheckItems(p.h.Expected, p.h.Lost); m+x+w > 0 {
+		for k := range p.h.Expected {
+			if p.h.Lost[k] {
+				continue
+			}
+			o := p.h.Net.Owner(k)
+			if _, ok, _ := o.Store().Get(k); !ok {
+				holders := ""
+				for _, s := range p.h.Net.order {
+					if _, ok, _ := s.store.Get(k); ok {
+						holders += string(s.id) + "(alive=" + fmt.Sprint(s.alive) + ") "
+					}
+				}
+				p.t.Logf("missing %x at owner %s; held by %s", k, o.ID(), holders)
+			}
+		}
 		p.t.Fatalf("%s: items missing %d, unexpected %d, wrong %d", what, m, x, w)
 	}
 }
