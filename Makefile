@@ -4,7 +4,7 @@ BIN       := bin
 PROTOC    ?= protoc
 PROTOC_GEN_GO_VERSION := $(shell $(GO) list -m -f '{{.Version}}' google.golang.org/protobuf)
 
-.PHONY: help build test test-short lint proto sim-demo bench clean
+.PHONY: help build test test-props test-short lint proto sim-demo bench clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -14,6 +14,9 @@ build: ## build every command into bin/
 
 test: lint ## vet, format check, and every test (the CI command)
 	$(GO) test -count=1 -timeout 20m ./...
+
+test-props: ## explore 3,000 random fault schedules of the overlay property test (a few minutes)
+	SKIPRANGE_RANDOM_PROPS=1 $(GO) test -count=1 -timeout 60m ./testnet/sim/ -run TestOverlayProperties -rapid.checks=3000 -v
 
 test-short: ## quick tests only
 	$(GO) test -count=1 -short ./...

@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"flag"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -98,7 +100,17 @@ func (p *propertyNet) settle(what string) {
 
 // TestOverlayProperties applies random bursts of concurrent joins, leaves, crashes and restarts,
 // interleaved with writes and checked reads, and checks SPEC §8 at every quiescent point.
+//
+// Unless told otherwise (-rapid.seed, or SKIPRANGE_RANDOM_PROPS=1 for a random one), the cases
+// come from a fixed seed, so that CI runs the same schedules every time; `make test-props`
+// explores many random ones.
 func TestOverlayProperties(t *testing.T) {
+	if f := flag.Lookup("rapid.seed"); f != nil && f.Value.String() == "0" && os.Getenv("SKIPRANGE_RANDOM_PROPS") == "" {
+		if err := f.Value.Set("20261122"); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = f.Value.Set("0") }()
+	}
 	rapid.Check(t, func(rt *rapid.T) {
 		cfg := DefaultConfig()
 		cfg.Seed = rapid.Uint64().Draw(rt, "seed")
