@@ -165,7 +165,7 @@ func (n *Node) onPing(from overlay.Peer, p *pb.Ping) {
 	if !n.Owns() {
 		return // a node that left stays silent, so its neighbours repair around it
 	}
-	pong := &pb.Pong{Seq: p.Seq, Level: p.Level, Leaving: n.state == StateLeaving}
+	pong := &pb.Pong{Seq: p.Seq, Level: p.Level}
 	if l := int(p.Level); l < len(n.levels) {
 		pong.Pred, pong.Succ = n.levels[l].pred.ToPB(), n.levels[l].succ.ToPB()
 		if l == 0 {
@@ -193,10 +193,11 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 		return
 	}
 	if p.Seq == n.maintain.intruderSeq && from.ID == n.maintain.intruder {
-		// Only the answer to the check itself counts: an older pong was sent before the node
-		// possibly handed its range over. A node on its way out is not taken back.
+		// Only the answer to the check itself counts: an older pong may have been sent before
+		// the node handed its range over. A node that answers now still owns its range (a node
+		// that left answers no pings); one that is leaving will hand it to this node next.
 		n.maintain.intruder, n.maintain.intruderSeq = "", 0
-		if !p.Leaving && overlay.StrictlyBetween(n.self.Start, from.Start, n.end()) {
+		if overlay.StrictlyBetween(n.self.Start, from.Start, n.end()) {
 			n.readmit(from)
 		}
 		return
@@ -222,6 +223,9 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 	if !theirPred.IsZero() && overlay.StrictlyBetween(n.self.Start, theirPred.Start, from.Start) {
 		// A node inside what this node takes for its range: one it wrongly declared dead, or one
 		// that joined its dead successor just before it died. If it answers, it is alive.
+		if _, checking := n.maintain.pings[n.maintain.intruderSeq]; checking && n.maintain.intruder == theirPred.ID {
+			return // the check is under way: a new ping would make its answer look stale
+		}
 		n.maintain.intruder = theirPred.ID
 		n.maintain.intruderSeq = n.ping(theirPred, 0, true)
 		return

@@ -1861,10 +1861,8 @@ type Pong struct {
 	Succ     *NodeRef               `protobuf:"bytes,4,opt,name=succ,proto3" json:"succ,omitempty"`
 	SuccList []*NodeRef             `protobuf:"bytes,5,rep,name=succ_list,json=succList,proto3" json:"succ_list,omitempty"`
 	// preds[l] and succs[l]: the responder's neighbours on level l (when table was asked).
-	Preds []*NodeRef `protobuf:"bytes,6,rep,name=preds,proto3" json:"preds,omitempty"`
-	Succs []*NodeRef `protobuf:"bytes,7,rep,name=succs,proto3" json:"succs,omitempty"`
-	// leaving: the responder is handing its range over.
-	Leaving       bool `protobuf:"varint,8,opt,name=leaving,proto3" json:"leaving,omitempty"`
+	Preds         []*NodeRef `protobuf:"bytes,6,rep,name=preds,proto3" json:"preds,omitempty"`
+	Succs         []*NodeRef `protobuf:"bytes,7,rep,name=succs,proto3" json:"succs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1946,13 +1944,6 @@ func (x *Pong) GetSuccs() []*NodeRef {
 		return x.Succs
 	}
 	return nil
-}
-
-func (x *Pong) GetLeaving() bool {
-	if x != nil {
-		return x.Leaving
-	}
-	return false
 }
 
 type Envelope struct {
@@ -2443,7 +2434,7 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x04Ping\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\rR\x05level\x12\x14\n" +
-	"\x05table\x18\x03 \x01(\bR\x05table\"\xc5\x02\n" +
+	"\x05table\x18\x03 \x01(\bR\x05table\"\xab\x02\n" +
 	"\x04Pong\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\rR\x05level\x12.\n" +
@@ -2451,8 +2442,7 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x04succ\x18\x04 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04succ\x127\n" +
 	"\tsucc_list\x18\x05 \x03(\v2\x1a.skiprange.overlay.NodeRefR\bsuccList\x120\n" +
 	"\x05preds\x18\x06 \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05preds\x120\n" +
-	"\x05succs\x18\a \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05succs\x12\x18\n" +
-	"\aleaving\x18\b \x01(\bR\aleaving\"\x91\n" +
+	"\x05succs\x18\a \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05succs\"\x91\n" +
 	"\n" +
 	"\bEnvelope\x12.\n" +
 	"\x04from\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04from\x12.\n" +
