@@ -1,6 +1,7 @@
 package skipgraph
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -191,7 +192,7 @@ func (n *Node) joinSplit(mine overlay.Range, position overlay.Key) (overlay.Key,
 		return split, err
 	}
 	if position == mine.Start || !mine.Contains(position) {
-		return "", fmt.Errorf(refusePosition)
+		return "", errors.New(refusePosition)
 	}
 	return position, nil
 }
