@@ -38,8 +38,9 @@ const tableEvery = 4
 const maxScanHops = 64
 
 type pingInfo struct {
-	peer  overlay.NodeID
-	level int
+	peer        overlay.NodeID
+	incarnation uint64
+	level       int
 }
 
 type maintainState struct {
@@ -155,7 +156,7 @@ func (n *Node) ping(p overlay.Peer, level int, table bool) uint64 {
 	}
 	n.maintain.nextSeq++
 	seq := n.maintain.nextSeq
-	n.maintain.pings[seq] = pingInfo{peer: p.ID, level: level}
+	n.maintain.pings[seq] = pingInfo{peer: p.ID, incarnation: p.Incarnation, level: level}
 	n.send(p.ID, &pb.Envelope{Body: &pb.Envelope_Ping{Ping: &pb.Ping{Seq: seq, Level: uint32(level), Table: table}}}, pb.Cause_CAUSE_MAINTAIN)
 	n.env.SetTimer(n.cfg.ProbeTimeout, overlay.Timer{Kind: timerPing, ID: seq})
 	return seq
@@ -277,6 +278,10 @@ func (n *Node) onPingTimeout(seq uint64) {
 		return
 	}
 	delete(n.maintain.pings, seq)
+	if lk := n.levels[0]; (lk.succ.ID == info.peer && lk.succ.Incarnation != info.incarnation) ||
+		(lk.pred.ID == info.peer && lk.pred.Incarnation != info.incarnation) {
+		return // the ping went to a former incarnation of today's neighbour
+	}
 	n.maintain.misses[info.peer]++
 	if n.maintain.misses[info.peer] >= n.cfg.ProbeMisses {
 		delete(n.maintain.misses, info.peer)
@@ -304,26 +309,35 @@ func (n *Node) peerFailed(id overlay.NodeID) {
 	if x := n.in; x != nil && x.from.ID == id && !x.acked {
 		n.discardIn(x)
 	}
-	n.linksFailed(id)
+	n.linksFailed(id, 0)
 }
 
-// linksFailed removes a node that is gone (dead, or restarted as a stranger) from every link. A
+// linksFailed removes a node that is gone (dead, or restarted as a stranger) from every link;
+// keep, when not 0, is the incarnation of that name that is alive and whose links stay. A
 // lost level-0 successor's range is taken over and reported lost (its items are gone until
 // replication exists), and its neighbours on the levels above are relinked on its behalf.
-func (n *Node) linksFailed(id overlay.NodeID) {
+func (n *Node) linksFailed(id overlay.NodeID, keep uint64) {
 	if !n.Owns() {
 		return
 	}
+	gone := func(p overlay.Peer) bool { return p.ID == id && (keep == 0 || p.Incarnation != keep) }
+	// Pings to the node that is gone must not count against a later node of the same name.
+	delete(n.maintain.misses, id)
+	for seq, p := range n.maintain.pings {
+		if p.peer == id && (keep == 0 || p.incarnation != keep) {
+			delete(n.maintain.pings, seq)
+		}
+	}
 	list := n.succList[:0]
 	for _, p := range n.succList {
-		if p.ID != id {
+		if !gone(p) {
 			list = append(list, p)
 		}
 	}
 	n.succList = list
-	if n.levels[0].succ.ID == id {
+	if gone(n.levels[0].succ) {
 		oldEnd := n.end()
-		next := n.nearestClockwise(id)
+		next := n.nearestClockwise(gone)
 		if len(n.succList) > 0 {
 			next = n.succList[0]
 		}
@@ -349,7 +363,7 @@ func (n *Node) linksFailed(id overlay.NodeID) {
 		n.relinkAround(&n.maintain.succTable, id)
 	}
 	n.urgent(urgentFor)
-	if n.levels[0].pred.ID == id {
+	if gone(n.levels[0].pred) {
 		n.relinkAround(&n.maintain.predTable, id)
 		n.levels[0].pred = overlay.Peer{}
 		if n.levels[0].succ.ID == n.self.ID {
@@ -357,23 +371,23 @@ func (n *Node) linksFailed(id overlay.NodeID) {
 		}
 	}
 	for l := 1; l < len(n.levels); l++ {
-		if n.levels[l].pred.ID == id {
+		if gone(n.levels[l].pred) {
 			n.levels[l].pred = overlay.Peer{}
 		}
-		if n.levels[l].succ.ID == id {
+		if gone(n.levels[l].succ) {
 			n.levels[l].succ = overlay.Peer{}
 		}
 	}
 	n.refreshFrom(1, pb.Cause_CAUSE_REPAIR)
 }
 
-// nearestClockwise returns, among every node this one links to except dead, the first one
+// nearestClockwise returns, among every node this one links to except the gone ones, the first one
 // clockwise: the successor to fall back on when the successor list ran out. If it is not the true
 // successor, the nodes in between show up as intruders and are re-admitted.
-func (n *Node) nearestClockwise(dead overlay.NodeID) overlay.Peer {
+func (n *Node) nearestClockwise(gone func(overlay.Peer) bool) overlay.Peer {
 	var best overlay.Peer
 	consider := func(p overlay.Peer) {
-		if p.IsZero() || p.ID == n.self.ID || p.ID == dead {
+		if p.IsZero() || p.ID == n.self.ID || gone(p) {
 			return
 		}
 		if best.IsZero() || overlay.StrictlyBetween(n.self.Start, p.Start, best.Start) {

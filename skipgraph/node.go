@@ -358,6 +358,6 @@ func (n *Node) learn(p overlay.Peer) {
 		refresh(&n.succList[i])
 	}
 	if stale && p.Incarnation != 0 {
-		n.linksFailed(p.ID)
+		n.linksFailed(p.ID, p.Incarnation)
 	}
 }
