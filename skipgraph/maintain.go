@@ -61,10 +61,18 @@ type maintainState struct {
 	passEnded  time.Time
 	// urgentUntil: after a failure nearby, every level is re-scanned each tick until then.
 	urgentUntil time.Time
+	// former holds the nodes this node linked to before every successor it knew failed and it
+	// took the whole circle; while alone it calls on them in turn (see callFormerPeers).
+	former []overlay.Peer
 	// intruder is a node that the successor names as its predecessor although it lies between
 	// this node and the successor: pinged, it is re-admitted if it answers (see readmit).
 	intruder    overlay.NodeID
 	intruderSeq uint64
+	formerCalls map[overlay.NodeID]int
+	// recent are the last nodes heard from in level scans, remembered too when the node finds
+	// itself alone: its links may all have been dead while they were not.
+	recent     [16]overlay.Peer
+	recentNext int
 }
 
 // urgentFor is how long, in probe intervals, a node re-scans all its levels every tick after a
@@ -77,6 +85,7 @@ const (
 func (m *maintainState) init() {
 	m.pings = map[uint64]pingInfo{}
 	m.misses = map[overlay.NodeID]int{}
+	m.formerCalls = map[overlay.NodeID]int{}
 }
 
 func (m *maintainState) heardFrom(id overlay.NodeID) {
@@ -104,7 +113,8 @@ func (n *Node) onTick() {
 	n.maintain.ticks++
 	lk := n.levels[0]
 	if lk.succ.ID == n.self.ID {
-		return // alone: nothing to watch
+		n.callFormerPeers()
+		return
 	}
 	// The successor's table of links is asked for every tableEvery ticks, and whenever the
 	// successor is new: it only serves relinking on its behalf if it dies.
@@ -247,6 +257,7 @@ func (n *Node) readmit(x overlay.Peer) {
 	})
 	n.levels[0].succ = x
 	n.succList = n.trimSuccList(append([]overlay.Peer{x}, n.succList...))
+	n.maintain.former = nil // not alone any more
 	n.lost.remove(piece) // x still has its items
 	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.ID, Range: piece,
 		Detail: fmt.Sprintf("re-admitted a node wrongly declared dead; %d items written meanwhile sent back", len(items))})
@@ -342,6 +353,7 @@ func (n *Node) linksFailed(id overlay.NodeID, keep uint64) {
 			next = n.succList[0]
 		}
 		if next.IsZero() {
+			n.rememberPeers(gone)
 			n.levels = []link{{pred: n.self, succ: n.self}}
 		} else {
 			n.levels[0].succ = next
@@ -401,6 +413,69 @@ func (n *Node) nearestClockwise(gone func(overlay.Peer) bool) overlay.Peer {
 	return best
 }
 
+// rememberPeers keeps the nodes linked to at any level, except the gone ones, before the node
+// finds itself alone.
+func (n *Node) rememberPeers(gone func(overlay.Peer) bool) {
+	seen := map[overlay.NodeID]bool{n.self.ID: true}
+	keep := func(p overlay.Peer) {
+		if !p.IsZero() && !seen[p.ID] && !gone(p) {
+			seen[p.ID] = true
+			n.maintain.former = append(n.maintain.former, p)
+		}
+	}
+	for _, lk := range n.levels {
+		keep(lk.pred)
+		keep(lk.succ)
+	}
+	for _, p := range n.succList {
+		keep(p)
+	}
+	for _, p := range n.maintain.recent {
+		keep(p)
+	}
+}
+
+// Rediscover gives a node that is alone after failures another node to call on (the runtime found
+// it, e.g. through discovery): if it answers, the two rings merge by re-admission.
+func (n *Node) Rediscover(id overlay.NodeID) {
+	if id != n.self.ID && n.Owns() && n.levels[0].succ.ID == n.self.ID {
+		n.maintain.former = append(n.maintain.former, overlay.Peer{ID: id})
+	}
+}
+
+// noteRecent remembers a node heard from in the maintenance of the levels.
+func (n *Node) noteRecent(p overlay.Peer) {
+	m := &n.maintain
+	m.recent[m.recentNext] = p
+	m.recentNext = (m.recentNext + 1) % len(m.recent)
+}
+
+// callFormerPeers runs each tick while the node is alone after failures took all its known
+// successors: the others may be alive but unreachable for a while (a partition, lost messages).
+// It pings one former neighbour per tick, as an intruder check: one that answers is re-admitted,
+// the ring closes again through it, and stabilization re-admits the rest. A former neighbour is
+// called at most formerCalls times.
+func (n *Node) callFormerPeers() {
+	m := &n.maintain
+	if len(m.former) == 0 {
+		return
+	}
+	if _, checking := m.pings[m.intruderSeq]; checking {
+		return
+	}
+	p := m.former[0]
+	m.former = m.former[1:]
+	m.formerCalls[p.ID]++
+	if m.formerCalls[p.ID] < formerCalls {
+		m.former = append(m.former, p)
+	}
+	m.intruder = p.ID
+	m.intruderSeq = n.ping(p, 0, true)
+}
+
+// formerCalls is how often a lone node calls on each former neighbour.
+const formerCalls = 20
+
 // relinkAround unlinks a dead level-0 neighbour from every level above 0 on its behalf, from the
 // links it reported in its last pong: each pair of its neighbours is told about the other, as a
 // leave would. Stale entries are mended by later refresh passes.
@@ -453,6 +528,7 @@ func (n *Node) onLevelScan(s *pb.LevelScan) {
 		return
 	}
 	origin := overlay.PeerFromPB(s.Origin)
+	n.noteRecent(origin)
 	l := int(s.Level)
 	if origin.ID == n.self.ID {
 		if !s.Found {

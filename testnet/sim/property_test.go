@@ -58,6 +58,10 @@ func (p *propertyNet) settle(what string) {
 			if s.alive && s.node.State() == skipgraph.StateJoining {
 				s.node.AddIntroducers(ids[p.h.Net.rng.IntN(len(ids))])
 			}
+			if s.alive && s.node.Owns() && s.node.Range().IsFull() && len(ids) > 1 {
+				// Alone after failures took every node it knew: discovery names another.
+				s.node.Rediscover(ids[p.h.Net.rng.IntN(len(ids))])
+			}
 		}
 		if p.h.settle(500*time.Second, func(int) {}) {
 			break
