@@ -258,7 +258,7 @@ func (n *Node) readmit(x overlay.Peer) {
 	n.levels[0].succ = x
 	n.succList = n.trimSuccList(append([]overlay.Peer{x}, n.succList...))
 	n.maintain.former = nil // not alone any more
-	n.lost.remove(piece) // x still has its items
+	n.lost.remove(piece)    // x still has its items
 	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.ID, Range: piece,
 		Detail: fmt.Sprintf("re-admitted a node wrongly declared dead; %d items written meanwhile sent back", len(items))})
 	if len(items) > 0 {
