@@ -108,9 +108,9 @@ func (h *Harness) Build(n int, interval time.Duration, poisson bool, position fu
 	deadline := h.Net.Now() + limit
 	last := -1
 	h.Net.RunWhile(func() bool {
-		if progress != nil && h.Joined != last && h.Joined%100 == 0 {
+		if progress != nil && h.Joined != last {
 			last = h.Joined
-			progress(h.Joined)
+			progress(h.Joined - (target - n + 1))
 		}
 		return h.Joined < target
 	}, deadline)
