@@ -129,7 +129,7 @@ func (n *Node) onTick() {
 		// A failure nearby: re-derive every level at once, each tick. Ring ℓ comes right one
 		// tick after ring ℓ-1 does, instead of one pass after.
 		for l := 1; l <= len(n.levels) && l < overlay.MaxLevel; l++ {
-			n.sendScan(l, pb.Side_SIDE_SUCC, pb.Cause_CAUSE_REPAIR)
+			n.sendScan(l, pb.Cause_CAUSE_REPAIR)
 		}
 	case m.pass > 0 && now.Sub(m.passSentAt) > 2*n.cfg.ProbeTimeout:
 		// The scan or its answer was lost to a dead node on the ring below.
@@ -156,7 +156,7 @@ func (n *Node) refreshFrom(l int, cause pb.Cause) {
 		return
 	}
 	m.pass, m.passSentAt, m.passCause = l, n.env.Now(), cause
-	n.sendScan(l, pb.Side_SIDE_SUCC, cause)
+	n.sendScan(l, cause)
 }
 
 // ping probes p and returns the ping's sequence number (0 if p is nobody or this node).
@@ -508,18 +508,15 @@ func (n *Node) relink(to overlay.NodeID, l int, side pb.Side, nb overlay.Peer, d
 	n.send(to, &pb.Envelope{Body: &pb.Envelope_NeighborUpdate{NeighborUpdate: u}}, pb.Cause_CAUSE_REPAIR)
 }
 
-// sendScan starts a scan for this node's neighbour on side at level l, walking level l-1.
-func (n *Node) sendScan(l int, side pb.Side, cause pb.Cause) {
-	below := n.levels[l-1]
-	first := below.pred
-	if side == pb.Side_SIDE_SUCC {
-		first = below.succ
-	}
+// sendScan starts a scan for this node's successor at level l, walking level l-1 clockwise. (The
+// receiving side also answers counter-clockwise scans: the message allows both directions.)
+func (n *Node) sendScan(l int, cause pb.Cause) {
+	first := n.levels[l-1].succ
 	if first.IsZero() {
 		return
 	}
 	n.send(first.ID, &pb.Envelope{Body: &pb.Envelope_LevelScan{LevelScan: &pb.LevelScan{
-		Origin: n.selfRef, Level: uint32(l), Side: side,
+		Origin: n.selfRef, Level: uint32(l), Side: pb.Side_SIDE_SUCC,
 	}}}, cause)
 }
 

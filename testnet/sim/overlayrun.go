@@ -122,8 +122,10 @@ type OverlaySummary struct {
 	// Checks lists every invariant check made, with its outcome.
 	Checks []CheckResult `json:"checks"`
 
-	// MessagesByCause counts every message sent during the run by the activity it served.
+	// MessagesByCause counts every message sent during the run by the activity it served;
+	// MessagesByKind by message type.
 	MessagesByCause map[string]uint64 `json:"messages_by_cause"`
+	MessagesByKind  map[string]uint64 `json:"messages_by_kind"`
 
 	SimTime        float64 `json:"sim_time"`
 	Events         uint64  `json:"events"`
@@ -318,6 +320,12 @@ func RunOverlay(p OverlayParams, progress Progress) (*OverlaySummary, error) {
 	for c, v := range nw.SentByCause() {
 		if v > 0 {
 			sum.MessagesByCause[strings.ToLower(strings.TrimPrefix(pb.Cause(c).String(), "CAUSE_"))] = v
+		}
+	}
+	sum.MessagesByKind = map[string]uint64{}
+	for k, v := range nw.Stats.Sent {
+		if v > 0 {
+			sum.MessagesByKind[KindNames[k]] = v
 		}
 	}
 	sum.SimTime = nw.Now().Seconds()
