@@ -199,6 +199,9 @@ func (n *Node) onLookup(m *pb.Lookup) {
 		reply.Value, found, err = n.store.Get(key)
 		switch {
 		case found:
+			if n.obs != nil {
+				n.obs.Served(key)
+			}
 		case n.lost.contains(key):
 			reply.Status, reply.Error = pb.Status_STATUS_LOST, "the key lies in a range whose holder failed; it may have existed"
 		default:
@@ -258,6 +261,9 @@ func (n *Node) onRangeQuery(q *pb.RangeQuery) {
 		}
 		q.Items = append(q.Items, &pb.Item{Key: []byte(k), Value: v})
 		q.Bytes += size
+		if n.obs != nil {
+			n.obs.Served(k)
+		}
 		return true
 	})
 	if err != nil || more || last {

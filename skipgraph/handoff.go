@@ -29,9 +29,11 @@ import (
 type outXfer struct {
 	id       uint64
 	kind     pb.HandoffKind
+	cause    pb.Cause // the activity the handoff serves, stamped on its messages
 	to       overlay.Peer
 	piece    overlay.Range
-	sent     uint32 // chunks sent so far
+	loads    []*pb.KeyLoad // the piece's load statistics, taken at the flip
+	sent     uint32        // chunks sent so far
 	items    int
 	deadline time.Time
 	retries  int
@@ -47,8 +49,10 @@ type outXfer struct {
 type inXfer struct {
 	id       uint64
 	kind     pb.HandoffKind
+	cause    pb.Cause
 	from     overlay.Peer
 	piece    overlay.Range
+	pred     overlay.Peer // a joiner below its giver: its new level-0 predecessor
 	succ     overlay.Peer
 	succList []overlay.Peer
 	lost     []overlay.Range        // parts of the piece lost with failed nodes
@@ -57,6 +61,7 @@ type inXfer struct {
 	lastSeen bool                   // the chunk marked last has been applied
 	acked    bool
 	commit   int // chunk count announced by the commit, -1 before it
+	loads    []*pb.KeyLoad
 	deadline time.Time
 	retries  int
 }
@@ -89,21 +94,18 @@ func (n *Node) dropCopy(piece overlay.Range) {
 	}
 }
 
-// causeOf tells which activity a handoff of kind serves.
-func causeOf(kind pb.HandoffKind) pb.Cause {
-	switch kind {
-	case pb.HandoffKind_HANDOFF_JOIN:
-		return pb.Cause_CAUSE_JOIN
-	case pb.HandoffKind_HANDOFF_LEAVE:
-		return pb.Cause_CAUSE_LEAVE
-	default:
-		return pb.Cause_CAUSE_BALANCE
-	}
+// neighbours is the level-0 neighbourhood a handoff tells its receiver about: for a join or a
+// leave, the receiver's new successor and successor list; for a join below the giver, its new
+// predecessor too.
+type neighbours struct {
+	pred, succ overlay.Peer
+	succList   []overlay.Peer
 }
 
-// give starts a handoff of piece to peer to. The caller has checked that this node is not busy.
-func (n *Node) give(kind pb.HandoffKind, to overlay.Peer, piece overlay.Range, succ overlay.Peer, succList []overlay.Peer) (*outXfer, error) {
-	x := &outXfer{id: n.env.Rand().Uint64(), kind: kind, to: to, piece: piece}
+// give starts a handoff of piece to peer to, on behalf of cause. The caller has checked that
+// this node is not busy.
+func (n *Node) give(kind pb.HandoffKind, cause pb.Cause, to overlay.Peer, piece overlay.Range, nb neighbours) (*outXfer, error) {
+	x := &outXfer{id: n.env.Rand().Uint64(), kind: kind, cause: cause, to: to, piece: piece}
 	var chunk []overlay.Item
 	var chunks [][]overlay.Item
 	err := n.store.Ascend(piece, func(k overlay.Key, v []byte) bool {
@@ -130,13 +132,18 @@ func (n *Node) give(kind pb.HandoffKind, to overlay.Peer, piece overlay.Range, s
 			for _, r := range n.lost.within(piece) {
 				h.Lost = append(h.Lost, &pb.KeyRange{Start: []byte(r.Start), End: []byte(r.End)})
 			}
-			h.Succ = succ.ToPB()
-			for _, p := range succList {
+			if !nb.succ.IsZero() {
+				h.Succ = nb.succ.ToPB()
+			}
+			if !nb.pred.IsZero() {
+				h.Pred = nb.pred.ToPB()
+			}
+			for _, p := range nb.succList {
 				h.SuccList = append(h.SuccList, p.ToPB())
 			}
 		}
 		x.items += len(c)
-		n.send(to.ID, &pb.Envelope{Body: &pb.Envelope_Handoff{Handoff: h}}, causeOf(kind))
+		n.send(to.ID, &pb.Envelope{Body: &pb.Envelope_Handoff{Handoff: h}}, cause)
 	}
 	x.sent = uint32(len(chunks))
 	x.deadline = n.env.Now().Add(n.cfg.HandoffLease)
@@ -158,7 +165,7 @@ func (n *Node) forwardWrite(it overlay.Item, deleted bool) {
 		h.Items = []*pb.Item{{Key: []byte(it.Key), Value: it.Value}}
 	}
 	x.sent++
-	n.send(x.to.ID, &pb.Envelope{Body: &pb.Envelope_Handoff{Handoff: h}}, causeOf(x.kind))
+	n.send(x.to.ID, &pb.Envelope{Body: &pb.Envelope_Handoff{Handoff: h}}, x.cause)
 }
 
 func (n *Node) onHandoffAck(from overlay.Peer, a *pb.HandoffAck) {
@@ -170,8 +177,11 @@ func (n *Node) onHandoffAck(from overlay.Peer, a *pb.HandoffAck) {
 		return []zap.Field{zap.String("kind", x.kind.String()), zap.String("to", string(x.to.ID)), zap.Stringer("piece", x.piece)}
 	})
 	n.Stats.HandoffsOut++
-	n.Stats.ItemsOut += x.items
+	n.Stats.ItemsOut[x.cause] += x.items
 	n.lost.remove(x.piece) // what was lost there is the receiver's to report now
+	if n.obs != nil {
+		x.loads = n.obs.PieceLeaving(x.piece)
+	}
 	// Ownership moved: the node is free for its next handoff while the commit goes out; the
 	// flipped transfer waits for its confirmation on the side.
 	n.out = nil
@@ -182,7 +192,7 @@ func (n *Node) onHandoffAck(from overlay.Peer, a *pb.HandoffAck) {
 }
 
 func (n *Node) sendCommit(x *outXfer) {
-	n.send(x.to.ID, &pb.Envelope{Body: &pb.Envelope_HandoffCommit{HandoffCommit: &pb.HandoffCommit{XferId: x.id, Chunks: x.sent}}}, causeOf(x.kind))
+	n.send(x.to.ID, &pb.Envelope{Body: &pb.Envelope_HandoffCommit{HandoffCommit: &pb.HandoffCommit{XferId: x.id, Chunks: x.sent, Loads: x.loads}}}, x.cause)
 	n.env.SetTimer(n.cfg.HandoffRetry, overlay.Timer{Kind: timerOut, ID: x.id})
 }
 
@@ -223,7 +233,7 @@ func (n *Node) onOutTimer(id uint64) {
 	if n.env.Now().Before(x.deadline) {
 		return
 	}
-	n.send(x.to.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: x.id, Reason: "lease expired"}}}, causeOf(x.kind))
+	n.send(x.to.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: x.id, Reason: "lease expired"}}}, x.cause)
 	n.abortOut(x, "lease expired")
 }
 
@@ -245,16 +255,16 @@ func (n *Node) onHandoff(from overlay.Peer, h *pb.Handoff) {
 			n.debug("handoff refused", func() []zap.Field {
 				return []zap.Field{zap.String("kind", h.Kind.String()), zap.String("from", string(from.ID)), zap.String("reason", reason)}
 			})
-			n.send(from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: h.XferId, Reason: reason}}}, causeOf(h.Kind))
+			n.send(from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: h.XferId, Reason: reason}}}, n.handling)
 			return
 		}
-		x = &inXfer{id: h.XferId, kind: h.Kind, from: from, piece: piece, early: map[uint32]*pb.Handoff{}, commit: -1}
+		x = &inXfer{id: h.XferId, kind: h.Kind, cause: n.handling, from: from, piece: piece, early: map[uint32]*pb.Handoff{}, commit: -1}
 		x.deadline = n.env.Now().Add(n.cfg.HandoffLease)
 		n.in = x
 		n.env.SetTimer(n.cfg.HandoffLease, overlay.Timer{Kind: timerIn, ID: x.id})
 	}
 	if x.id != h.XferId {
-		n.send(from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: h.XferId, Reason: "busy with another handoff"}}}, causeOf(h.Kind))
+		n.send(from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: h.XferId, Reason: "busy with another handoff"}}}, n.handling)
 		return
 	}
 	if h.Seq < x.next {
@@ -269,7 +279,7 @@ func (n *Node) onHandoff(from overlay.Peer, h *pb.Handoff) {
 		delete(x.early, x.next)
 		if err := n.applyChunk(x, c); err != nil {
 			n.env.Logger().Warn("persist handoff chunk failed; aborting")
-			n.send(from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: x.id, Reason: "receiver cannot persist"}}}, causeOf(x.kind))
+			n.send(from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: x.id, Reason: "receiver cannot persist"}}}, x.cause)
 			n.discardIn(x)
 			return
 		}
@@ -277,7 +287,7 @@ func (n *Node) onHandoff(from overlay.Peer, h *pb.Handoff) {
 	}
 	if x.lastSeen {
 		x.acked = true
-		n.send(from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAck{HandoffAck: &pb.HandoffAck{XferId: x.id, Upto: x.next - 1}}}, causeOf(x.kind))
+		n.send(from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAck{HandoffAck: &pb.HandoffAck{XferId: x.id, Upto: x.next - 1}}}, x.cause)
 	}
 	if x.commit >= 0 && int(x.next) >= x.commit {
 		n.commitIn(x)
@@ -290,7 +300,13 @@ func (n *Node) applyChunk(x *inXfer, c *pb.Handoff) error {
 		for _, r := range c.Lost {
 			x.lost = append(x.lost, overlay.Range{Start: overlay.Key(r.Start), End: overlay.Key(r.End)})
 		}
-		x.succ = overlay.PeerFromPB(c.Succ)
+		x.succ, x.pred = overlay.Peer{}, overlay.Peer{}
+		if c.Succ != nil {
+			x.succ = overlay.PeerFromPB(c.Succ)
+		}
+		if c.Pred != nil {
+			x.pred = overlay.PeerFromPB(c.Pred)
+		}
 		x.succList = x.succList[:0]
 		for _, p := range c.SuccList {
 			x.succList = append(x.succList, overlay.PeerFromPB(p))
@@ -313,9 +329,22 @@ func (n *Node) applyChunk(x *inXfer, c *pb.Handoff) error {
 // refuseIncoming says why this node cannot take a piece now ("" when it can).
 func (n *Node) refuseIncoming(kind pb.HandoffKind, from overlay.Peer, piece overlay.Range) string {
 	switch kind {
-	case pb.HandoffKind_HANDOFF_JOIN:
+	case pb.HandoffKind_HANDOFF_JOIN, pb.HandoffKind_HANDOFF_JOIN_BELOW:
 		if n.state != StateJoining {
 			return "not joining"
+		}
+	case pb.HandoffKind_HANDOFF_NIX:
+		switch {
+		case n.state != StateActive:
+			return "receiver is " + n.state.String()
+		case n.Busy():
+			return "receiver busy"
+		case n.levels[0].pred.ID == from.ID && piece.End == n.self.Start:
+			// A piece from below: the receiver's start moves down to the piece's start.
+		case n.levels[0].succ.ID == from.ID && piece.Start == n.end():
+			// A piece from above: the receiver's range grows when the giver's start moves up.
+		default:
+			return "not adjacent"
 		}
 	case pb.HandoffKind_HANDOFF_LEAVE:
 		switch {
@@ -340,6 +369,7 @@ func (n *Node) onHandoffCommit(from overlay.Peer, c *pb.HandoffCommit) {
 		return
 	}
 	x.commit = int(c.Chunks)
+	x.loads = c.Loads
 	if int(x.next) >= x.commit {
 		n.commitIn(x)
 	}
@@ -352,12 +382,17 @@ func (n *Node) commitIn(x *inXfer) {
 	for _, r := range x.lost {
 		n.lost.add(r)
 	}
-	n.send(x.from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffCommitAck{HandoffCommitAck: &pb.HandoffCommitAck{XferId: x.id}}}, causeOf(x.kind))
+	n.send(x.from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffCommitAck{HandoffCommitAck: &pb.HandoffCommitAck{XferId: x.id}}}, x.cause)
 	switch x.kind {
-	case pb.HandoffKind_HANDOFF_JOIN:
+	case pb.HandoffKind_HANDOFF_JOIN, pb.HandoffKind_HANDOFF_JOIN_BELOW:
 		n.joined(x)
 	case pb.HandoffKind_HANDOFF_LEAVE:
 		n.tookOverLeaver(x)
+	case pb.HandoffKind_HANDOFF_NIX:
+		n.tookNIX(x)
+	}
+	if n.obs != nil {
+		n.obs.PieceArrived(x.piece, x.loads)
 	}
 	n.releaseHeld()
 }
@@ -378,7 +413,7 @@ func (n *Node) discardIn(x *inXfer) {
 	n.in = nil
 	n.Stats.Aborts++
 	n.dropCopy(x.piece)
-	if x.kind == pb.HandoffKind_HANDOFF_JOIN && n.state == StateJoining {
+	if n.state == StateJoining {
 		n.retryJoinLater()
 	}
 	n.releaseHeld()
@@ -393,7 +428,7 @@ func (n *Node) onInTimer(id uint64) {
 		if n.env.Now().Before(x.deadline) {
 			return
 		}
-		n.send(x.from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: x.id, Reason: "lease expired"}}}, causeOf(x.kind))
+		n.send(x.from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: x.id, Reason: "lease expired"}}}, x.cause)
 		n.discardIn(x)
 		return
 	}
@@ -405,6 +440,6 @@ func (n *Node) onInTimer(id uint64) {
 		n.discardIn(x)
 		return
 	}
-	n.send(x.from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAck{HandoffAck: &pb.HandoffAck{XferId: x.id, Upto: x.next - 1}}}, causeOf(x.kind))
+	n.send(x.from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAck{HandoffAck: &pb.HandoffAck{XferId: x.id, Upto: x.next - 1}}}, x.cause)
 	n.env.SetTimer(n.cfg.HandoffRetry, overlay.Timer{Kind: timerIn, ID: x.id})
 }

@@ -208,6 +208,13 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 		// the node handed its range over. A node that answers now still owns its range (a node
 		// that left answers no pings); one that is leaving will hand it to this node next.
 		n.maintain.intruder, n.maintain.intruderSeq = "", 0
+		if from.Start == n.end() && from.ID != n.levels[0].succ.ID {
+			// It starts where this range ends: it joined below the successor, taking the
+			// successor's lower part, and its word of it did not arrive. Link to it.
+			n.levels[0].succ = from
+			n.succList = n.trimSuccList(append([]overlay.Peer{from}, n.succList...))
+			return
+		}
 		if overlay.StrictlyBetween(n.self.Start, from.Start, n.end()) {
 			n.readmit(from)
 		}
@@ -314,7 +321,7 @@ func (n *Node) peerFailed(id overlay.NodeID) {
 		return
 	}
 	if x := n.out; x != nil && x.to.ID == id {
-		n.send(id, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: x.id, Reason: "giver gave up on the receiver"}}}, causeOf(x.kind))
+		n.send(id, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: x.id, Reason: "giver gave up on the receiver"}}}, x.cause)
 		n.abortOut(x, "receiver failed")
 	}
 	if x := n.in; x != nil && x.from.ID == id && !x.acked {

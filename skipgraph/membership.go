@@ -14,6 +14,9 @@ import (
 type joinState struct {
 	introducers []overlay.NodeID // tried in turn, one per attempt
 	position    overlay.Key
+	// exact and below: a migration's placement (see JoinRequest); cause is what the join serves.
+	exact, below bool
+	cause        pb.Cause
 	seq         uint64 // identifies the current attempt's timer
 	attempts    int
 	// queue holds join requests that reached this node while it was busy (owner side).
@@ -41,6 +44,16 @@ func (n *Node) becameIdle() {
 type leaveState struct {
 	handedTo overlay.NodeID
 	attempts int
+	cause    pb.Cause
+	// then, when set, is where the node joins again once its range is handed over (a migration).
+	then *migration
+}
+
+// migration is a balancer's order to leave and join again next to target at split.
+type migration struct {
+	target overlay.NodeID
+	split  overlay.Key
+	below  bool
 }
 
 // Join asks introducer (any node of the overlay) to place this node next to the owner of
@@ -61,6 +74,9 @@ func (n *Node) Join(introducer overlay.NodeID, position overlay.Key, others ...o
 	}
 	n.state = StateJoining
 	n.join.position = position
+	if n.join.cause == pb.Cause_CAUSE_UNSPECIFIED {
+		n.join.cause = pb.Cause_CAUSE_JOIN
+	}
 	n.sendJoin()
 	return nil
 }
@@ -83,8 +99,8 @@ func (n *Node) sendJoin() {
 		return []zap.Field{zap.String("via", string(via)), zap.Int("attempt", n.join.attempts)}
 	})
 	n.send(via, &pb.Envelope{Body: &pb.Envelope_JoinRequest{JoinRequest: &pb.JoinRequest{
-		Joiner: n.selfRef, Route: &pb.Route{Key: []byte(n.join.position)},
-	}}}, pb.Cause_CAUSE_JOIN)
+		Joiner: n.selfRef, Route: &pb.Route{Key: []byte(n.join.position)}, Exact: n.join.exact, Below: n.join.below,
+	}}}, n.join.cause)
 	n.env.SetTimer(n.cfg.JoinTimeout, overlay.Timer{Kind: timerJoin, ID: n.join.seq})
 }
 
@@ -113,7 +129,7 @@ func (n *Node) onJoinRefused(r *pb.JoinRefused) {
 	if n.state != StateJoining || n.in != nil {
 		return
 	}
-	if r.Reason == refusePosition {
+	if r.Reason == refusePosition && !n.join.exact {
 		// Another node starts at our position: move a little clockwise.
 		n.join.position += overlay.Key([]byte{byte(n.env.Rand().IntN(256))})
 	}
@@ -145,9 +161,22 @@ func (n *Node) onJoinRequest(j *pb.JoinRequest) {
 	// A joiner that restarted must not find its former self among the neighbours it is given.
 	n.learn(joiner)
 	mine := n.Range()
-	split, err := n.joinSplit(mine, overlay.Key(j.Route.Key))
+	var split overlay.Key
+	var err error
+	if j.Exact {
+		split = overlay.Key(j.Route.Key)
+		if split == mine.Start {
+			err = errors.New(refusePosition)
+		}
+	} else {
+		split, err = n.joinSplit(mine, overlay.Key(j.Route.Key))
+	}
 	if err != nil {
 		refuse(err.Error())
+		return
+	}
+	if j.Below {
+		n.giveBelow(joiner, split)
 		return
 	}
 	piece := overlay.Range{Start: split, End: mine.End}
@@ -156,7 +185,7 @@ func (n *Node) onJoinRequest(j *pb.JoinRequest) {
 		succ, succList = n.self, []overlay.Peer{n.self}
 	}
 	joiner = joiner.WithStart(split, joiner.Version+1)
-	x, err := n.give(pb.HandoffKind_HANDOFF_JOIN, joiner, piece, succ, succList)
+	x, err := n.give(pb.HandoffKind_HANDOFF_JOIN, n.handling, joiner, piece, neighbours{succ: succ, succList: succList})
 	if err != nil {
 		refuse(err.Error())
 		return
@@ -197,25 +226,71 @@ func (n *Node) joinSplit(mine overlay.Range, position overlay.Key) (overlay.Key,
 	return position, nil
 }
 
+// giveBelow hands a joiner the part of this node's range below split: the joiner takes this
+// node's start and becomes its predecessor, and this node's start moves up to split.
+func (n *Node) giveBelow(joiner overlay.Peer, split overlay.Key) {
+	mine := n.Range()
+	piece := overlay.Range{Start: mine.Start, End: split}
+	pred := n.levels[0].pred
+	moved := n.self.WithStart(split, n.self.Version+1)
+	if pred.ID == n.self.ID {
+		pred = moved
+	}
+	succList := append([]overlay.Peer{moved}, n.succList...)
+	joiner = joiner.WithStart(mine.Start, joiner.Version+1)
+	x, err := n.give(pb.HandoffKind_HANDOFF_JOIN_BELOW, n.handling, joiner, piece, neighbours{pred: pred, succ: moved, succList: succList})
+	if err != nil {
+		n.send(joiner.ID, &pb.Envelope{Body: &pb.Envelope_JoinRefused{JoinRefused: &pb.JoinRefused{Reason: err.Error()}}}, n.handling)
+		return
+	}
+	x.onFlip = func() {
+		n.self = n.self.WithStart(split, n.self.Version+1)
+		n.refreshSelfRef()
+		wasAlone := n.levels[0].succ.ID == n.self.ID
+		n.levels[0].pred = joiner
+		if wasAlone {
+			n.levels[0].succ = joiner
+			n.succList = []overlay.Peer{joiner}
+		}
+	}
+}
+
 // joined runs when the joiner's piece committed: it takes its place on level 0 and climbs.
 func (n *Node) joined(x *inXfer) {
 	n.self = n.self.WithStart(x.piece.Start, n.self.Version+1)
 	n.refreshSelfRef()
 	n.state = StateActive
-	succ := x.succ
-	if succ.ID == x.from.ID {
-		succ = x.from
-	}
-	n.levels = []link{{pred: x.from, succ: succ}}
-	n.succList = n.trimSuccList(x.succList)
-	if succ.ID != x.from.ID {
-		n.updateNeighbor(succ.ID, 0, pb.Side_SIDE_PRED, n.self, x.from.ID, pb.Cause_CAUSE_JOIN)
+	n.leave.handedTo = ""
+	cause := n.join.cause
+	if x.kind == pb.HandoffKind_HANDOFF_JOIN_BELOW {
+		// Placed below the giver: its successor is the giver (whose start moved up to the end of
+		// the piece), its predecessor the giver's former one, who must now point here.
+		giver := x.from.WithStart(x.piece.End, x.from.Version+1)
+		pred := x.pred
+		if pred.ID == x.from.ID {
+			pred = giver
+		}
+		n.levels = []link{{pred: pred, succ: giver}}
+		n.succList = n.trimSuccList(x.succList)
+		if pred.ID != giver.ID {
+			n.updateNeighbor(pred.ID, 0, pb.Side_SIDE_SUCC, n.self, x.from.ID, cause)
+		}
+	} else {
+		succ := x.succ
+		if succ.ID == x.from.ID {
+			succ = x.from
+		}
+		n.levels = []link{{pred: x.from, succ: succ}}
+		n.succList = n.trimSuccList(x.succList)
+		if succ.ID != x.from.ID {
+			n.updateNeighbor(succ.ID, 0, pb.Side_SIDE_PRED, n.self, x.from.ID, cause)
+		}
 	}
 	n.env.Report(overlay.Event{Kind: overlay.EventJoined, Range: n.Range()})
 	n.startMaintenance()
 	// Climb: link every level above 0 by a refresh pass, and keep re-scanning for a while, as
 	// joins that race nearby may each miss the other.
-	n.refreshFrom(1, pb.Cause_CAUSE_JOIN)
+	n.refreshFrom(1, cause)
 	n.urgent(urgentAfterJoin)
 }
 
@@ -226,8 +301,48 @@ func (n *Node) Leave() error {
 		return fmt.Errorf("leave: node is %s", n.state)
 	}
 	n.state = StateLeaving
+	if n.leave.cause == pb.Cause_CAUSE_UNSPECIFIED {
+		n.leave.cause = pb.Cause_CAUSE_LEAVE
+	}
 	n.tryLeave()
 	return nil
+}
+
+// Migrate moves the node (SPEC §5): it hands its whole range to its level-0 predecessor like a
+// leave, then joins again through target, cut exactly at split (below it when below is set). It
+// keeps its identity and membership vector and takes a new incarnation, so that links to its
+// former place are recognised as stale.
+func (n *Node) Migrate(target overlay.NodeID, split overlay.Key, below bool) error {
+	if target == n.self.ID || target == "" {
+		return fmt.Errorf("migrate: target %q is not another node", target)
+	}
+	if err := n.checkKey(split); err != nil {
+		return fmt.Errorf("migrate split: %w", err)
+	}
+	n.leave.then = &migration{target: target, split: split, below: below}
+	n.leave.cause = pb.Cause_CAUSE_BALANCE
+	if err := n.Leave(); err != nil {
+		n.leave.then, n.leave.cause = nil, pb.Cause_CAUSE_UNSPECIFIED
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+// rejoin starts the second half of a migration: the node, its range handed over, joins again.
+// Until it owns a range, stray messages go on to the node that took the old one.
+func (n *Node) rejoin(m *migration) {
+	n.leave.then, n.leave.cause, n.leave.attempts = nil, pb.Cause_CAUSE_UNSPECIFIED, 0
+	n.levels, n.succList = nil, nil
+	running := n.maintain.running
+	n.maintain = maintainState{running: running}
+	n.maintain.init()
+	n.self = overlay.Peer{ID: n.self.ID, MVec: n.self.MVec, Version: n.self.Version + 1, Incarnation: n.env.Rand().Uint64() | 1, Addrs: n.self.Addrs}
+	n.refreshSelfRef()
+	n.state = StateNew
+	n.join = joinState{exact: true, below: m.below, cause: pb.Cause_CAUSE_BALANCE}
+	if err := n.Join(m.target, m.split); err != nil {
+		n.env.Logger().Warn("migration could not join again", zap.Error(err))
+	}
 }
 
 func (n *Node) tryLeave() {
@@ -250,7 +365,7 @@ func (n *Node) tryLeave() {
 		return
 	}
 	succ := n.levels[0].succ
-	x, err := n.give(pb.HandoffKind_HANDOFF_LEAVE, pred, n.Range(), succ, n.succList)
+	x, err := n.give(pb.HandoffKind_HANDOFF_LEAVE, n.leave.cause, pred, n.Range(), neighbours{succ: succ, succList: n.succList})
 	if err != nil {
 		n.leave.attempts++
 		n.env.SetTimer(n.backoff(n.cfg.JoinBackoff, n.leave.attempts), overlay.Timer{Kind: timerLeave})
@@ -273,11 +388,15 @@ func (n *Node) left(receiver overlay.Peer) {
 			continue
 		}
 		if l > 0 || p.ID != receiver.ID {
-			n.updateNeighbor(p.ID, l, pb.Side_SIDE_SUCC, s, n.self.ID, pb.Cause_CAUSE_LEAVE)
+			n.updateNeighbor(p.ID, l, pb.Side_SIDE_SUCC, s, n.self.ID, n.leave.cause)
 		}
 		if s.ID != p.ID || l == 0 {
-			n.updateNeighbor(s.ID, l, pb.Side_SIDE_PRED, p, n.self.ID, pb.Cause_CAUSE_LEAVE)
+			n.updateNeighbor(s.ID, l, pb.Side_SIDE_PRED, p, n.self.ID, n.leave.cause)
 		}
+	}
+	if m := n.leave.then; m != nil {
+		n.rejoin(m)
+		return
 	}
 	n.env.SetTimer(n.cfg.Linger, overlay.Timer{Kind: timerLinger})
 }

@@ -79,6 +79,7 @@ type Node struct {
 	pending map[uint64]*request
 
 	senders senderCache
+	obs     Observer
 
 	// handling is the cause of the message being handled (or of the local request being
 	// started); messages sent on its behalf inherit it.
@@ -95,7 +96,7 @@ type Stats struct {
 	RangesLost  int // ranges taken over from failed successors
 	HandoffsOut int // handoffs this node gave, flipped
 	HandoffsIn  int // handoffs this node received, committed
-	ItemsOut    int // items given in flipped handoffs
+	ItemsOut    [NumCauses]int // items given in flipped handoffs, by the cause they served
 	Aborts      int // handoffs aborted
 	// Sent counts messages sent, by cause.
 	Sent [NumCauses]uint64
@@ -352,6 +353,9 @@ func (n *Node) learn(p overlay.Peer) {
 	}
 	for i := range n.levels {
 		refresh(&n.levels[i].pred)
+		if i == 0 && n.succStartMovedUp(p) {
+			continue
+		}
 		refresh(&n.levels[i].succ)
 	}
 	for i := range n.succList {
@@ -360,4 +364,19 @@ func (n *Node) learn(p overlay.Peer) {
 	if stale && p.Incarnation != 0 {
 		n.linksFailed(p.ID, p.Incarnation)
 	}
+}
+
+// succStartMovedUp reports a level-0 successor whose start moved clockwise, which would stretch
+// this node's range over keys it was never given: the successor handed them to a node joining
+// below it, which this node will link to when told (by the joiner, or a pong naming it). Only a
+// piece the successor is handing to this node itself may stretch it.
+func (n *Node) succStartMovedUp(p overlay.Peer) bool {
+	s := n.levels[0].succ
+	if s.ID != p.ID || s.MVec != p.MVec || s.Start == p.Start || s.ID == n.self.ID {
+		return false
+	}
+	if n.in != nil && n.in.from.ID == p.ID {
+		return false
+	}
+	return overlay.StrictlyBetween(n.self.Start, s.Start, p.Start)
 }

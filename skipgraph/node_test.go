@@ -202,8 +202,8 @@ func TestJoinSplitsItems(t *testing.T) {
 			t.Errorf("key %d sent %d times", overlay.KeyUint64(key), c)
 		}
 	}
-	if a.Stats.ItemsOut != 5 || a.Busy() || b.Busy() {
-		t.Fatalf("items out %d, busy a %v b %v", a.Stats.ItemsOut, a.Busy(), b.Busy())
+	if a.Stats.ItemsOut[pb.Cause_CAUSE_JOIN] != 5 || a.Busy() || b.Busy() {
+		t.Fatalf("items out %v, busy a %v b %v", a.Stats.ItemsOut, a.Busy(), b.Busy())
 	}
 	nw.checkRing()
 }

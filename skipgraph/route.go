@@ -21,7 +21,7 @@ const (
 // range turns the message into a counter-clockwise walk along level 0, which ends at the owner.
 // It updates r's routing fields for the hop it returns.
 func (n *Node) nextHop(r *pb.Route) (hop, overlay.NodeID) {
-	if n.state == StateLeft {
+	if n.state == StateLeft || (n.state == StateJoining && n.leave.handedTo != "") {
 		if n.leave.handedTo == "" {
 			return hopDrop, ""
 		}
@@ -89,6 +89,9 @@ func (n *Node) closestPreceding(k overlay.Key) overlay.Peer {
 // route applies a routing decision for a message m carrying route r: forward it, hold it, or
 // report that it must be served here (true). onDrop answers the origin when it cannot go on.
 func (n *Node) route(m *pb.Envelope, r *pb.Route, onDrop func(pb.Status)) bool {
+	if n.obs != nil && n.handling == pb.Cause_CAUSE_CLIENT && n.Owns() {
+		n.obs.Relayed(r)
+	}
 	h, to := n.nextHop(r)
 	switch h {
 	case hopLocal:

@@ -81,7 +81,21 @@ func (n *Node) validate(m *pb.Envelope) error {
 				return errors.New("lost range missing or over the key limit")
 			}
 		}
+		if h.Pred != nil {
+			if err := n.checkRef(h.Pred); err != nil {
+				return fmt.Errorf("handoff predecessor: %w", err)
+			}
+		}
 		return n.checkItems(h.Items)
+	case *pb.Envelope_HandoffCommit:
+		if len(b.HandoffCommit.Loads) > n.cfg.MaxItemsPerMessage {
+			return errors.New("too many key loads")
+		}
+		for _, l := range b.HandoffCommit.Loads {
+			if l == nil || len(l.Key) == 0 || len(l.Key) > n.cfg.MaxKeyLen || len(l.Counts) > MaxLoadSlots {
+				return errors.New("key load missing or over the limits")
+			}
+		}
 	case *pb.Envelope_NeighborUpdate:
 		if b.NeighborUpdate.Level >= overlay.MaxLevel {
 			return fmt.Errorf("level %d out of range", b.NeighborUpdate.Level)
@@ -139,9 +153,25 @@ func (n *Node) checkRoute(r *pb.Route) error {
 		return errNoRoute
 	case len(r.Key) > n.cfg.MaxKeyLen || len(r.PrevStart) > n.cfg.MaxKeyLen:
 		return errors.New("routed key over the limit")
+	case len(r.Hints) > MaxHints:
+		return fmt.Errorf("%d load hints over the limit of %d", len(r.Hints), MaxHints)
+	}
+	for _, h := range r.Hints {
+		if h == nil {
+			return errors.New("empty load hint")
+		}
+		if err := n.checkRef(h.Node); err != nil {
+			return fmt.Errorf("load hint: %w", err)
+		}
 	}
 	return nil
 }
+
+// MaxLoadSlots bounds the time slots of one key's load statistics.
+const MaxLoadSlots = 64
+
+// MaxHints bounds the load hints a routed message may carry.
+const MaxHints = 8
 
 func (n *Node) checkItems(items []*pb.Item) error {
 	if len(items) > n.cfg.MaxItemsPerMessage {

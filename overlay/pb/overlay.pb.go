@@ -147,6 +147,8 @@ const (
 	HandoffKind_HANDOFF_JOIN        HandoffKind = 1
 	HandoffKind_HANDOFF_LEAVE       HandoffKind = 2
 	HandoffKind_HANDOFF_NIX         HandoffKind = 3
+	// A joiner placed below its giver: it takes the lower part of the giver's range.
+	HandoffKind_HANDOFF_JOIN_BELOW HandoffKind = 4
 )
 
 // Enum value maps for HandoffKind.
@@ -156,12 +158,14 @@ var (
 		1: "HANDOFF_JOIN",
 		2: "HANDOFF_LEAVE",
 		3: "HANDOFF_NIX",
+		4: "HANDOFF_JOIN_BELOW",
 	}
 	HandoffKind_value = map[string]int32{
 		"HANDOFF_UNSPECIFIED": 0,
 		"HANDOFF_JOIN":        1,
 		"HANDOFF_LEAVE":       2,
 		"HANDOFF_NIX":         3,
+		"HANDOFF_JOIN_BELOW":  4,
 	}
 )
 
@@ -453,7 +457,10 @@ type Route struct {
 	PrevStart []byte `protobuf:"bytes,3,opt,name=prev_start,json=prevStart,proto3" json:"prev_start,omitempty"`
 	HasPrev   bool   `protobuf:"varint,4,opt,name=has_prev,json=hasPrev,proto3" json:"has_prev,omitempty"`
 	// Once set, the message walks counter-clockwise along level 0 until it reaches the owner.
-	WalkCcw       bool `protobuf:"varint,5,opt,name=walk_ccw,json=walkCcw,proto3" json:"walk_ccw,omitempty"`
+	WalkCcw bool `protobuf:"varint,5,opt,name=walk_ccw,json=walkCcw,proto3" json:"walk_ccw,omitempty"`
+	// Underloaded nodes seen on the way (SmartUNL): relays and the owner merge them into their
+	// caches and add themselves when underloaded.
+	Hints         []*LoadHint `protobuf:"bytes,6,rep,name=hints,proto3" json:"hints,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -523,6 +530,83 @@ func (x *Route) GetWalkCcw() bool {
 	return false
 }
 
+func (x *Route) GetHints() []*LoadHint {
+	if x != nil {
+		return x.Hints
+	}
+	return nil
+}
+
+// LoadHint reports a node that was underloaded and idle at time at (the reporter's clock, unix
+// nanoseconds).
+type LoadHint struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          *NodeRef               `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Load          float64                `protobuf:"fixed64,2,opt,name=load,proto3" json:"load,omitempty"`
+	Thres         float64                `protobuf:"fixed64,3,opt,name=thres,proto3" json:"thres,omitempty"`
+	At            int64                  `protobuf:"varint,4,opt,name=at,proto3" json:"at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadHint) Reset() {
+	*x = LoadHint{}
+	mi := &file_overlay_pb_overlay_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadHint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadHint) ProtoMessage() {}
+
+func (x *LoadHint) ProtoReflect() protoreflect.Message {
+	mi := &file_overlay_pb_overlay_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadHint.ProtoReflect.Descriptor instead.
+func (*LoadHint) Descriptor() ([]byte, []int) {
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *LoadHint) GetNode() *NodeRef {
+	if x != nil {
+		return x.Node
+	}
+	return nil
+}
+
+func (x *LoadHint) GetLoad() float64 {
+	if x != nil {
+		return x.Load
+	}
+	return 0
+}
+
+func (x *LoadHint) GetThres() float64 {
+	if x != nil {
+		return x.Thres
+	}
+	return 0
+}
+
+func (x *LoadHint) GetAt() int64 {
+	if x != nil {
+		return x.At
+	}
+	return 0
+}
+
 // KeyRange is a half-open arc [start, end) of the key circle (start == end: the whole circle).
 type KeyRange struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -534,7 +618,7 @@ type KeyRange struct {
 
 func (x *KeyRange) Reset() {
 	*x = KeyRange{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[3]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -546,7 +630,7 @@ func (x *KeyRange) String() string {
 func (*KeyRange) ProtoMessage() {}
 
 func (x *KeyRange) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[3]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -559,7 +643,7 @@ func (x *KeyRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyRange.ProtoReflect.Descriptor instead.
 func (*KeyRange) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{3}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *KeyRange) GetStart() []byte {
@@ -590,7 +674,7 @@ type Lookup struct {
 
 func (x *Lookup) Reset() {
 	*x = Lookup{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[4]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -602,7 +686,7 @@ func (x *Lookup) String() string {
 func (*Lookup) ProtoMessage() {}
 
 func (x *Lookup) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[4]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -615,7 +699,7 @@ func (x *Lookup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lookup.ProtoReflect.Descriptor instead.
 func (*Lookup) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{4}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Lookup) GetReqId() uint64 {
@@ -667,7 +751,7 @@ type LookupReply struct {
 
 func (x *LookupReply) Reset() {
 	*x = LookupReply{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[5]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -679,7 +763,7 @@ func (x *LookupReply) String() string {
 func (*LookupReply) ProtoMessage() {}
 
 func (x *LookupReply) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[5]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -692,7 +776,7 @@ func (x *LookupReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupReply.ProtoReflect.Descriptor instead.
 func (*LookupReply) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{5}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *LookupReply) GetReqId() uint64 {
@@ -760,7 +844,7 @@ type RangeQuery struct {
 
 func (x *RangeQuery) Reset() {
 	*x = RangeQuery{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[6]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -772,7 +856,7 @@ func (x *RangeQuery) String() string {
 func (*RangeQuery) ProtoMessage() {}
 
 func (x *RangeQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[6]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -785,7 +869,7 @@ func (x *RangeQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RangeQuery.ProtoReflect.Descriptor instead.
 func (*RangeQuery) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{6}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RangeQuery) GetReqId() uint64 {
@@ -890,7 +974,7 @@ type RangeReply struct {
 
 func (x *RangeReply) Reset() {
 	*x = RangeReply{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[7]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -902,7 +986,7 @@ func (x *RangeReply) String() string {
 func (*RangeReply) ProtoMessage() {}
 
 func (x *RangeReply) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[7]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -915,7 +999,7 @@ func (x *RangeReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RangeReply.ProtoReflect.Descriptor instead.
 func (*RangeReply) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{7}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RangeReply) GetReqId() uint64 {
@@ -990,7 +1074,7 @@ type BatchPut struct {
 
 func (x *BatchPut) Reset() {
 	*x = BatchPut{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[8]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1002,7 +1086,7 @@ func (x *BatchPut) String() string {
 func (*BatchPut) ProtoMessage() {}
 
 func (x *BatchPut) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[8]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1015,7 +1099,7 @@ func (x *BatchPut) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchPut.ProtoReflect.Descriptor instead.
 func (*BatchPut) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{8}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *BatchPut) GetReqId() uint64 {
@@ -1072,7 +1156,7 @@ type BatchPutReply struct {
 
 func (x *BatchPutReply) Reset() {
 	*x = BatchPutReply{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[9]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1084,7 +1168,7 @@ func (x *BatchPutReply) String() string {
 func (*BatchPutReply) ProtoMessage() {}
 
 func (x *BatchPutReply) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[9]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1097,7 +1181,7 @@ func (x *BatchPutReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchPutReply.ProtoReflect.Descriptor instead.
 func (*BatchPutReply) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{9}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *BatchPutReply) GetReqId() uint64 {
@@ -1131,16 +1215,21 @@ func (x *BatchPutReply) GetHops() uint32 {
 // JoinRequest is routed to the owner of the position key; the owner hands the joiner part of
 // its range.
 type JoinRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Joiner        *NodeRef               `protobuf:"bytes,1,opt,name=joiner,proto3" json:"joiner,omitempty"`
-	Route         *Route                 `protobuf:"bytes,2,opt,name=route,proto3" json:"route,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Joiner *NodeRef               `protobuf:"bytes,1,opt,name=joiner,proto3" json:"joiner,omitempty"`
+	Route  *Route                 `protobuf:"bytes,2,opt,name=route,proto3" json:"route,omitempty"`
+	// exact: the owner cuts its range exactly at the route's key (a migration placed by the
+	// balancer) instead of at its middle item. below: the joiner takes the part of the owner's
+	// range below the key and becomes the owner's predecessor.
+	Exact         bool `protobuf:"varint,3,opt,name=exact,proto3" json:"exact,omitempty"`
+	Below         bool `protobuf:"varint,4,opt,name=below,proto3" json:"below,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[10]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1152,7 +1241,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[10]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1165,7 +1254,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{10}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *JoinRequest) GetJoiner() *NodeRef {
@@ -1182,6 +1271,20 @@ func (x *JoinRequest) GetRoute() *Route {
 	return nil
 }
 
+func (x *JoinRequest) GetExact() bool {
+	if x != nil {
+		return x.Exact
+	}
+	return false
+}
+
+func (x *JoinRequest) GetBelow() bool {
+	if x != nil {
+		return x.Below
+	}
+	return false
+}
+
 type JoinRefused struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
@@ -1191,7 +1294,7 @@ type JoinRefused struct {
 
 func (x *JoinRefused) Reset() {
 	*x = JoinRefused{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[11]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1203,7 +1306,7 @@ func (x *JoinRefused) String() string {
 func (*JoinRefused) ProtoMessage() {}
 
 func (x *JoinRefused) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[11]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1216,7 +1319,7 @@ func (x *JoinRefused) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRefused.ProtoReflect.Descriptor instead.
 func (*JoinRefused) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{11}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *JoinRefused) GetReason() string {
@@ -1243,14 +1346,16 @@ type Handoff struct {
 	// Keys deleted at the giver while the piece was streaming (chunks after the first).
 	Deletes [][]byte `protobuf:"bytes,10,rep,name=deletes,proto3" json:"deletes,omitempty"`
 	// Parts of the piece lost with failed nodes (first chunk): reads there answer STATUS_LOST.
-	Lost          []*KeyRange `protobuf:"bytes,11,rep,name=lost,proto3" json:"lost,omitempty"`
+	Lost []*KeyRange `protobuf:"bytes,11,rep,name=lost,proto3" json:"lost,omitempty"`
+	// For a join below: the receiver's new level-0 predecessor.
+	Pred          *NodeRef `protobuf:"bytes,12,opt,name=pred,proto3" json:"pred,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Handoff) Reset() {
 	*x = Handoff{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[12]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1262,7 +1367,7 @@ func (x *Handoff) String() string {
 func (*Handoff) ProtoMessage() {}
 
 func (x *Handoff) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[12]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1275,7 +1380,7 @@ func (x *Handoff) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Handoff.ProtoReflect.Descriptor instead.
 func (*Handoff) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{12}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Handoff) GetXferId() uint64 {
@@ -1355,6 +1460,13 @@ func (x *Handoff) GetLost() []*KeyRange {
 	return nil
 }
 
+func (x *Handoff) GetPred() *NodeRef {
+	if x != nil {
+		return x.Pred
+	}
+	return nil
+}
+
 // HandoffAck confirms that the receiver persisted chunks 0..upto (all of them, in order).
 type HandoffAck struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1366,7 +1478,7 @@ type HandoffAck struct {
 
 func (x *HandoffAck) Reset() {
 	*x = HandoffAck{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[13]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1378,7 +1490,7 @@ func (x *HandoffAck) String() string {
 func (*HandoffAck) ProtoMessage() {}
 
 func (x *HandoffAck) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[13]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1391,7 +1503,7 @@ func (x *HandoffAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffAck.ProtoReflect.Descriptor instead.
 func (*HandoffAck) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{13}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *HandoffAck) GetXferId() uint64 {
@@ -1411,16 +1523,19 @@ func (x *HandoffAck) GetUpto() uint32 {
 // HandoffCommit tells the receiver that ownership flipped: the piece, made of chunks in all, is
 // its own. The giver repeats it until HandoffCommitAck arrives.
 type HandoffCommit struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	XferId        uint64                 `protobuf:"varint,1,opt,name=xfer_id,json=xferId,proto3" json:"xfer_id,omitempty"`
-	Chunks        uint32                 `protobuf:"varint,2,opt,name=chunks,proto3" json:"chunks,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	XferId uint64                 `protobuf:"varint,1,opt,name=xfer_id,json=xferId,proto3" json:"xfer_id,omitempty"`
+	Chunks uint32                 `protobuf:"varint,2,opt,name=chunks,proto3" json:"chunks,omitempty"`
+	// Load statistics of the piece's keys, taken at the flip: they travel with the items so that
+	// the receiver's load is right the moment the piece is its own.
+	Loads         []*KeyLoad `protobuf:"bytes,3,rep,name=loads,proto3" json:"loads,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HandoffCommit) Reset() {
 	*x = HandoffCommit{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[14]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1432,7 +1547,7 @@ func (x *HandoffCommit) String() string {
 func (*HandoffCommit) ProtoMessage() {}
 
 func (x *HandoffCommit) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[14]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1445,7 +1560,7 @@ func (x *HandoffCommit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffCommit.ProtoReflect.Descriptor instead.
 func (*HandoffCommit) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{14}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *HandoffCommit) GetXferId() uint64 {
@@ -1462,6 +1577,75 @@ func (x *HandoffCommit) GetChunks() uint32 {
 	return 0
 }
 
+func (x *HandoffCommit) GetLoads() []*KeyLoad {
+	if x != nil {
+		return x.Loads
+	}
+	return nil
+}
+
+// KeyLoad is one key's request counts per time slot, newest slot first: counts[i] belongs to
+// slot (slot - i), slots being the load tracker's fixed-length periods since the epoch.
+type KeyLoad struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Slot          int64                  `protobuf:"varint,2,opt,name=slot,proto3" json:"slot,omitempty"`
+	Counts        []uint32               `protobuf:"varint,3,rep,packed,name=counts,proto3" json:"counts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeyLoad) Reset() {
+	*x = KeyLoad{}
+	mi := &file_overlay_pb_overlay_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeyLoad) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeyLoad) ProtoMessage() {}
+
+func (x *KeyLoad) ProtoReflect() protoreflect.Message {
+	mi := &file_overlay_pb_overlay_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeyLoad.ProtoReflect.Descriptor instead.
+func (*KeyLoad) Descriptor() ([]byte, []int) {
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *KeyLoad) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *KeyLoad) GetSlot() int64 {
+	if x != nil {
+		return x.Slot
+	}
+	return 0
+}
+
+func (x *KeyLoad) GetCounts() []uint32 {
+	if x != nil {
+		return x.Counts
+	}
+	return nil
+}
+
 type HandoffCommitAck struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	XferId        uint64                 `protobuf:"varint,1,opt,name=xfer_id,json=xferId,proto3" json:"xfer_id,omitempty"`
@@ -1471,7 +1655,7 @@ type HandoffCommitAck struct {
 
 func (x *HandoffCommitAck) Reset() {
 	*x = HandoffCommitAck{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[15]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1483,7 +1667,7 @@ func (x *HandoffCommitAck) String() string {
 func (*HandoffCommitAck) ProtoMessage() {}
 
 func (x *HandoffCommitAck) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[15]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1496,7 +1680,7 @@ func (x *HandoffCommitAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffCommitAck.ProtoReflect.Descriptor instead.
 func (*HandoffCommitAck) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{15}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *HandoffCommitAck) GetXferId() uint64 {
@@ -1518,7 +1702,7 @@ type HandoffAbort struct {
 
 func (x *HandoffAbort) Reset() {
 	*x = HandoffAbort{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[16]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1530,7 +1714,7 @@ func (x *HandoffAbort) String() string {
 func (*HandoffAbort) ProtoMessage() {}
 
 func (x *HandoffAbort) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[16]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1543,7 +1727,7 @@ func (x *HandoffAbort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffAbort.ProtoReflect.Descriptor instead.
 func (*HandoffAbort) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{16}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *HandoffAbort) GetXferId() uint64 {
@@ -1575,7 +1759,7 @@ type NeighborUpdate struct {
 
 func (x *NeighborUpdate) Reset() {
 	*x = NeighborUpdate{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[17]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1587,7 +1771,7 @@ func (x *NeighborUpdate) String() string {
 func (*NeighborUpdate) ProtoMessage() {}
 
 func (x *NeighborUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[17]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1600,7 +1784,7 @@ func (x *NeighborUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NeighborUpdate.ProtoReflect.Descriptor instead.
 func (*NeighborUpdate) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{17}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *NeighborUpdate) GetLevel() uint32 {
@@ -1648,7 +1832,7 @@ type LevelScan struct {
 
 func (x *LevelScan) Reset() {
 	*x = LevelScan{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[18]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1660,7 +1844,7 @@ func (x *LevelScan) String() string {
 func (*LevelScan) ProtoMessage() {}
 
 func (x *LevelScan) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[18]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1673,7 +1857,7 @@ func (x *LevelScan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LevelScan.ProtoReflect.Descriptor instead.
 func (*LevelScan) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{18}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *LevelScan) GetOrigin() *NodeRef {
@@ -1727,7 +1911,7 @@ type LevelFound struct {
 
 func (x *LevelFound) Reset() {
 	*x = LevelFound{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[19]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1739,7 +1923,7 @@ func (x *LevelFound) String() string {
 func (*LevelFound) ProtoMessage() {}
 
 func (x *LevelFound) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[19]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1752,7 +1936,7 @@ func (x *LevelFound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LevelFound.ProtoReflect.Descriptor instead.
 func (*LevelFound) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{19}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *LevelFound) GetLevel() uint32 {
@@ -1804,7 +1988,7 @@ type Ping struct {
 
 func (x *Ping) Reset() {
 	*x = Ping{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[20]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1816,7 +2000,7 @@ func (x *Ping) String() string {
 func (*Ping) ProtoMessage() {}
 
 func (x *Ping) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[20]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1829,7 +2013,7 @@ func (x *Ping) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ping.ProtoReflect.Descriptor instead.
 func (*Ping) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{20}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Ping) GetSeq() uint64 {
@@ -1869,7 +2053,7 @@ type Pong struct {
 
 func (x *Pong) Reset() {
 	*x = Pong{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[21]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1881,7 +2065,7 @@ func (x *Pong) String() string {
 func (*Pong) ProtoMessage() {}
 
 func (x *Pong) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[21]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1894,7 +2078,7 @@ func (x *Pong) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pong.ProtoReflect.Descriptor instead.
 func (*Pong) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{21}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Pong) GetSeq() uint64 {
@@ -1972,6 +2156,7 @@ type Envelope struct {
 	//	*Envelope_LevelFound
 	//	*Envelope_Ping
 	//	*Envelope_Pong
+	//	*Envelope_Balance
 	Body          isEnvelope_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1979,7 +2164,7 @@ type Envelope struct {
 
 func (x *Envelope) Reset() {
 	*x = Envelope{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[22]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1991,7 +2176,7 @@ func (x *Envelope) String() string {
 func (*Envelope) ProtoMessage() {}
 
 func (x *Envelope) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[22]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2004,7 +2189,7 @@ func (x *Envelope) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Envelope.ProtoReflect.Descriptor instead.
 func (*Envelope) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{22}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Envelope) GetFrom() *NodeRef {
@@ -2190,6 +2375,15 @@ func (x *Envelope) GetPong() *Pong {
 	return nil
 }
 
+func (x *Envelope) GetBalance() *Balance {
+	if x != nil {
+		if x, ok := x.Body.(*Envelope_Balance); ok {
+			return x.Balance
+		}
+	}
+	return nil
+}
+
 type isEnvelope_Body interface {
 	isEnvelope_Body()
 }
@@ -2266,6 +2460,10 @@ type Envelope_Pong struct {
 	Pong *Pong `protobuf:"bytes,34,opt,name=pong,proto3,oneof"`
 }
 
+type Envelope_Balance struct {
+	Balance *Balance `protobuf:"bytes,40,opt,name=balance,proto3,oneof"`
+}
+
 func (*Envelope_Lookup) isEnvelope_Body() {}
 
 func (*Envelope_LookupReply) isEnvelope_Body() {}
@@ -2302,6 +2500,1067 @@ func (*Envelope_Ping) isEnvelope_Body() {}
 
 func (*Envelope_Pong) isEnvelope_Body() {}
 
+func (*Envelope_Balance) isEnvelope_Body() {}
+
+// Balance carries the balancer's messages (package nixmig): NIXMIG waves and the Item Balancing
+// baseline. Every message names the wave (operation) it belongs to.
+type Balance struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Wave  uint64                 `protobuf:"varint,1,opt,name=wave,proto3" json:"wave,omitempty"`
+	// Types that are valid to be assigned to Op:
+	//
+	//	*Balance_Lock
+	//	*Balance_LockRefused
+	//	*Balance_Release
+	//	*Balance_NixTurn
+	//	*Balance_RemoteLock
+	//	*Balance_RemoteReply
+	//	*Balance_MigOrder
+	//	*Balance_MigDone
+	//	*Balance_WaveDone
+	//	*Balance_Probe
+	//	*Balance_ProbeReply
+	//	*Balance_IbOffer
+	//	*Balance_IbNix
+	Op            isBalance_Op `protobuf_oneof:"op"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Balance) Reset() {
+	*x = Balance{}
+	mi := &file_overlay_pb_overlay_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Balance) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Balance) ProtoMessage() {}
+
+func (x *Balance) ProtoReflect() protoreflect.Message {
+	mi := &file_overlay_pb_overlay_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Balance.ProtoReflect.Descriptor instead.
+func (*Balance) Descriptor() ([]byte, []int) {
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *Balance) GetWave() uint64 {
+	if x != nil {
+		return x.Wave
+	}
+	return 0
+}
+
+func (x *Balance) GetOp() isBalance_Op {
+	if x != nil {
+		return x.Op
+	}
+	return nil
+}
+
+func (x *Balance) GetLock() *LockRequest {
+	if x != nil {
+		if x, ok := x.Op.(*Balance_Lock); ok {
+			return x.Lock
+		}
+	}
+	return nil
+}
+
+func (x *Balance) GetLockRefused() *LockRefused {
+	if x != nil {
+		if x, ok := x.Op.(*Balance_LockRefused); ok {
+			return x.LockRefused
+		}
+	}
+	return nil
+}
+
+func (x *Balance) GetRelease() *Release {
+	if x != nil {
+		if x, ok := x.Op.(*Balance_Release); ok {
+			return x.Release
+		}
+	}
+	return nil
+}
+
+func (x *Balance) GetNixTurn() *NixTurn {
+	if x != nil {
+		if x, ok := x.Op.(*Balance_NixTurn); ok {
+			return x.NixTurn
+		}
+	}
+	return nil
+}
+
+func (x *Balance) GetRemoteLock() *RemoteLock {
+	if x != nil {
+		if x, ok := x.Op.(*Balance_RemoteLock); ok {
+			return x.RemoteLock
+		}
+	}
+	return nil
+}
+
+func (x *Balance) GetRemoteReply() *RemoteReply {
+	if x != nil {
+		if x, ok := x.Op.(*Balance_RemoteReply); ok {
+			return x.RemoteReply
+		}
+	}
+	return nil
+}
+
+func (x *Balance) GetMigOrder() *MigOrder {
+	if x != nil {
+		if x, ok := x.Op.(*Balance_MigOrder); ok {
+			return x.MigOrder
+		}
+	}
+	return nil
+}
+
+func (x *Balance) GetMigDone() *MigDone {
+	if x != nil {
+		if x, ok := x.Op.(*Balance_MigDone); ok {
+			return x.MigDone
+		}
+	}
+	return nil
+}
+
+func (x *Balance) GetWaveDone() *WaveDone {
+	if x != nil {
+		if x, ok := x.Op.(*Balance_WaveDone); ok {
+			return x.WaveDone
+		}
+	}
+	return nil
+}
+
+func (x *Balance) GetProbe() *Probe {
+	if x != nil {
+		if x, ok := x.Op.(*Balance_Probe); ok {
+			return x.Probe
+		}
+	}
+	return nil
+}
+
+func (x *Balance) GetProbeReply() *ProbeReply {
+	if x != nil {
+		if x, ok := x.Op.(*Balance_ProbeReply); ok {
+			return x.ProbeReply
+		}
+	}
+	return nil
+}
+
+func (x *Balance) GetIbOffer() *IBOffer {
+	if x != nil {
+		if x, ok := x.Op.(*Balance_IbOffer); ok {
+			return x.IbOffer
+		}
+	}
+	return nil
+}
+
+func (x *Balance) GetIbNix() *IBNix {
+	if x != nil {
+		if x, ok := x.Op.(*Balance_IbNix); ok {
+			return x.IbNix
+		}
+	}
+	return nil
+}
+
+type isBalance_Op interface {
+	isBalance_Op()
+}
+
+type Balance_Lock struct {
+	Lock *LockRequest `protobuf:"bytes,10,opt,name=lock,proto3,oneof"`
+}
+
+type Balance_LockRefused struct {
+	LockRefused *LockRefused `protobuf:"bytes,11,opt,name=lock_refused,json=lockRefused,proto3,oneof"`
+}
+
+type Balance_Release struct {
+	Release *Release `protobuf:"bytes,12,opt,name=release,proto3,oneof"`
+}
+
+type Balance_NixTurn struct {
+	NixTurn *NixTurn `protobuf:"bytes,13,opt,name=nix_turn,json=nixTurn,proto3,oneof"`
+}
+
+type Balance_RemoteLock struct {
+	RemoteLock *RemoteLock `protobuf:"bytes,14,opt,name=remote_lock,json=remoteLock,proto3,oneof"`
+}
+
+type Balance_RemoteReply struct {
+	RemoteReply *RemoteReply `protobuf:"bytes,15,opt,name=remote_reply,json=remoteReply,proto3,oneof"`
+}
+
+type Balance_MigOrder struct {
+	MigOrder *MigOrder `protobuf:"bytes,16,opt,name=mig_order,json=migOrder,proto3,oneof"`
+}
+
+type Balance_MigDone struct {
+	MigDone *MigDone `protobuf:"bytes,17,opt,name=mig_done,json=migDone,proto3,oneof"`
+}
+
+type Balance_WaveDone struct {
+	WaveDone *WaveDone `protobuf:"bytes,18,opt,name=wave_done,json=waveDone,proto3,oneof"`
+}
+
+type Balance_Probe struct {
+	Probe *Probe `protobuf:"bytes,19,opt,name=probe,proto3,oneof"`
+}
+
+type Balance_ProbeReply struct {
+	ProbeReply *ProbeReply `protobuf:"bytes,20,opt,name=probe_reply,json=probeReply,proto3,oneof"`
+}
+
+type Balance_IbOffer struct {
+	IbOffer *IBOffer `protobuf:"bytes,21,opt,name=ib_offer,json=ibOffer,proto3,oneof"`
+}
+
+type Balance_IbNix struct {
+	IbNix *IBNix `protobuf:"bytes,22,opt,name=ib_nix,json=ibNix,proto3,oneof"`
+}
+
+func (*Balance_Lock) isBalance_Op() {}
+
+func (*Balance_LockRefused) isBalance_Op() {}
+
+func (*Balance_Release) isBalance_Op() {}
+
+func (*Balance_NixTurn) isBalance_Op() {}
+
+func (*Balance_RemoteLock) isBalance_Op() {}
+
+func (*Balance_RemoteReply) isBalance_Op() {}
+
+func (*Balance_MigOrder) isBalance_Op() {}
+
+func (*Balance_MigDone) isBalance_Op() {}
+
+func (*Balance_WaveDone) isBalance_Op() {}
+
+func (*Balance_Probe) isBalance_Op() {}
+
+func (*Balance_ProbeReply) isBalance_Op() {}
+
+func (*Balance_IbOffer) isBalance_Op() {}
+
+func (*Balance_IbNix) isBalance_Op() {}
+
+// LockRequest reserves the next node of a local wave (SPEC §6.1). chain lists the nodes reserved
+// so far, initiator first; tmp_load, thres and over_thres are the sender's.
+type LockRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Dir           Side                   `protobuf:"varint,1,opt,name=dir,proto3,enum=skiprange.overlay.Side" json:"dir,omitempty"`
+	Chain         []*NodeRef             `protobuf:"bytes,2,rep,name=chain,proto3" json:"chain,omitempty"`
+	TmpLoad       float64                `protobuf:"fixed64,3,opt,name=tmp_load,json=tmpLoad,proto3" json:"tmp_load,omitempty"`
+	Thres         float64                `protobuf:"fixed64,4,opt,name=thres,proto3" json:"thres,omitempty"`
+	OverThres     float64                `protobuf:"fixed64,5,opt,name=over_thres,json=overThres,proto3" json:"over_thres,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LockRequest) Reset() {
+	*x = LockRequest{}
+	mi := &file_overlay_pb_overlay_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LockRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LockRequest) ProtoMessage() {}
+
+func (x *LockRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_overlay_pb_overlay_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LockRequest.ProtoReflect.Descriptor instead.
+func (*LockRequest) Descriptor() ([]byte, []int) {
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *LockRequest) GetDir() Side {
+	if x != nil {
+		return x.Dir
+	}
+	return Side_SIDE_UNSPECIFIED
+}
+
+func (x *LockRequest) GetChain() []*NodeRef {
+	if x != nil {
+		return x.Chain
+	}
+	return nil
+}
+
+func (x *LockRequest) GetTmpLoad() float64 {
+	if x != nil {
+		return x.TmpLoad
+	}
+	return 0
+}
+
+func (x *LockRequest) GetThres() float64 {
+	if x != nil {
+		return x.Thres
+	}
+	return 0
+}
+
+func (x *LockRequest) GetOverThres() float64 {
+	if x != nil {
+		return x.OverThres
+	}
+	return 0
+}
+
+// LockRefused tells the last reserved node that the next one refused: the wave ends there.
+type LockRefused struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LockRefused) Reset() {
+	*x = LockRefused{}
+	mi := &file_overlay_pb_overlay_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LockRefused) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LockRefused) ProtoMessage() {}
+
+func (x *LockRefused) ProtoReflect() protoreflect.Message {
+	mi := &file_overlay_pb_overlay_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LockRefused.ProtoReflect.Descriptor instead.
+func (*LockRefused) Descriptor() ([]byte, []int) {
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *LockRefused) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// Release unlocks a node reserved by the wave.
+type Release struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Reason string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	// abort: the wave failed; the initiator backs off in its direction.
+	Abort         bool `protobuf:"varint,2,opt,name=abort,proto3" json:"abort,omitempty"`
+	Dir           Side `protobuf:"varint,3,opt,name=dir,proto3,enum=skiprange.overlay.Side" json:"dir,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Release) Reset() {
+	*x = Release{}
+	mi := &file_overlay_pb_overlay_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Release) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Release) ProtoMessage() {}
+
+func (x *Release) ProtoReflect() protoreflect.Message {
+	mi := &file_overlay_pb_overlay_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Release.ProtoReflect.Descriptor instead.
+func (*Release) Descriptor() ([]byte, []int) {
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *Release) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Release) GetAbort() bool {
+	if x != nil {
+		return x.Abort
+	}
+	return false
+}
+
+func (x *Release) GetDir() Side {
+	if x != nil {
+		return x.Dir
+	}
+	return Side_SIDE_UNSPECIFIED
+}
+
+// NixTurn tells chain[index] that its turn in the NIX chain has come (SPEC §6.3).
+type NixTurn struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Dir           Side                   `protobuf:"varint,1,opt,name=dir,proto3,enum=skiprange.overlay.Side" json:"dir,omitempty"`
+	Chain         []*NodeRef             `protobuf:"bytes,2,rep,name=chain,proto3" json:"chain,omitempty"`
+	Index         uint32                 `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NixTurn) Reset() {
+	*x = NixTurn{}
+	mi := &file_overlay_pb_overlay_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NixTurn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NixTurn) ProtoMessage() {}
+
+func (x *NixTurn) ProtoReflect() protoreflect.Message {
+	mi := &file_overlay_pb_overlay_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NixTurn.ProtoReflect.Descriptor instead.
+func (*NixTurn) Descriptor() ([]byte, []int) {
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *NixTurn) GetDir() Side {
+	if x != nil {
+		return x.Dir
+	}
+	return Side_SIDE_UNSPECIFIED
+}
+
+func (x *NixTurn) GetChain() []*NodeRef {
+	if x != nil {
+		return x.Chain
+	}
+	return nil
+}
+
+func (x *NixTurn) GetIndex() uint32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+// RemoteLock reserves the underloaded node M (first message, from the end node) and then up to
+// want idle nodes clockwise after it (SPEC §6.2).
+type RemoteLock struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	End           *NodeRef               `protobuf:"bytes,1,opt,name=end,proto3" json:"end,omitempty"`
+	Want          uint32                 `protobuf:"varint,2,opt,name=want,proto3" json:"want,omitempty"`
+	Migrants      []*NodeRef             `protobuf:"bytes,3,rep,name=migrants,proto3" json:"migrants,omitempty"`
+	AccLoad       float64                `protobuf:"fixed64,4,opt,name=acc_load,json=accLoad,proto3" json:"acc_load,omitempty"`
+	MThres        float64                `protobuf:"fixed64,5,opt,name=m_thres,json=mThres,proto3" json:"m_thres,omitempty"`
+	M             *NodeRef               `protobuf:"bytes,6,opt,name=m,proto3" json:"m,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoteLock) Reset() {
+	*x = RemoteLock{}
+	mi := &file_overlay_pb_overlay_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoteLock) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoteLock) ProtoMessage() {}
+
+func (x *RemoteLock) ProtoReflect() protoreflect.Message {
+	mi := &file_overlay_pb_overlay_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoteLock.ProtoReflect.Descriptor instead.
+func (*RemoteLock) Descriptor() ([]byte, []int) {
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *RemoteLock) GetEnd() *NodeRef {
+	if x != nil {
+		return x.End
+	}
+	return nil
+}
+
+func (x *RemoteLock) GetWant() uint32 {
+	if x != nil {
+		return x.Want
+	}
+	return 0
+}
+
+func (x *RemoteLock) GetMigrants() []*NodeRef {
+	if x != nil {
+		return x.Migrants
+	}
+	return nil
+}
+
+func (x *RemoteLock) GetAccLoad() float64 {
+	if x != nil {
+		return x.AccLoad
+	}
+	return 0
+}
+
+func (x *RemoteLock) GetMThres() float64 {
+	if x != nil {
+		return x.MThres
+	}
+	return 0
+}
+
+func (x *RemoteLock) GetM() *NodeRef {
+	if x != nil {
+		return x.M
+	}
+	return nil
+}
+
+// RemoteReply tells the end node which remote nodes the remote wave reserved (none: refused).
+type RemoteReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	M             *NodeRef               `protobuf:"bytes,1,opt,name=m,proto3" json:"m,omitempty"`
+	Migrants      []*NodeRef             `protobuf:"bytes,2,rep,name=migrants,proto3" json:"migrants,omitempty"`
+	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoteReply) Reset() {
+	*x = RemoteReply{}
+	mi := &file_overlay_pb_overlay_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoteReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoteReply) ProtoMessage() {}
+
+func (x *RemoteReply) ProtoReflect() protoreflect.Message {
+	mi := &file_overlay_pb_overlay_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoteReply.ProtoReflect.Descriptor instead.
+func (*RemoteReply) Descriptor() ([]byte, []int) {
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *RemoteReply) GetM() *NodeRef {
+	if x != nil {
+		return x.M
+	}
+	return nil
+}
+
+func (x *RemoteReply) GetMigrants() []*NodeRef {
+	if x != nil {
+		return x.Migrants
+	}
+	return nil
+}
+
+func (x *RemoteReply) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// MigOrder tells a reserved remote node to migrate: leave, then join next to target at split,
+// below it or above it (SPEC §6.4).
+type MigOrder struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Target        *NodeRef               `protobuf:"bytes,1,opt,name=target,proto3" json:"target,omitempty"`
+	Split         []byte                 `protobuf:"bytes,2,opt,name=split,proto3" json:"split,omitempty"`
+	Below         bool                   `protobuf:"varint,3,opt,name=below,proto3" json:"below,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MigOrder) Reset() {
+	*x = MigOrder{}
+	mi := &file_overlay_pb_overlay_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MigOrder) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MigOrder) ProtoMessage() {}
+
+func (x *MigOrder) ProtoReflect() protoreflect.Message {
+	mi := &file_overlay_pb_overlay_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MigOrder.ProtoReflect.Descriptor instead.
+func (*MigOrder) Descriptor() ([]byte, []int) {
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *MigOrder) GetTarget() *NodeRef {
+	if x != nil {
+		return x.Target
+	}
+	return nil
+}
+
+func (x *MigOrder) GetSplit() []byte {
+	if x != nil {
+		return x.Split
+	}
+	return nil
+}
+
+func (x *MigOrder) GetBelow() bool {
+	if x != nil {
+		return x.Below
+	}
+	return false
+}
+
+// MigDone tells the end node that a migrant has joined next to it (ok) or could not.
+type MigDone struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ok            bool                   `protobuf:"varint,1,opt,name=ok,proto3" json:"ok,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MigDone) Reset() {
+	*x = MigDone{}
+	mi := &file_overlay_pb_overlay_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MigDone) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MigDone) ProtoMessage() {}
+
+func (x *MigDone) ProtoReflect() protoreflect.Message {
+	mi := &file_overlay_pb_overlay_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MigDone.ProtoReflect.Descriptor instead.
+func (*MigDone) Descriptor() ([]byte, []int) {
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *MigDone) GetOk() bool {
+	if x != nil {
+		return x.Ok
+	}
+	return false
+}
+
+// WaveDone tells the initiator how its wave ended.
+type WaveDone struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ok            bool                   `protobuf:"varint,1,opt,name=ok,proto3" json:"ok,omitempty"`
+	Dir           Side                   `protobuf:"varint,2,opt,name=dir,proto3,enum=skiprange.overlay.Side" json:"dir,omitempty"`
+	Nixes         uint32                 `protobuf:"varint,3,opt,name=nixes,proto3" json:"nixes,omitempty"`
+	Migrations    uint32                 `protobuf:"varint,4,opt,name=migrations,proto3" json:"migrations,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WaveDone) Reset() {
+	*x = WaveDone{}
+	mi := &file_overlay_pb_overlay_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WaveDone) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WaveDone) ProtoMessage() {}
+
+func (x *WaveDone) ProtoReflect() protoreflect.Message {
+	mi := &file_overlay_pb_overlay_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WaveDone.ProtoReflect.Descriptor instead.
+func (*WaveDone) Descriptor() ([]byte, []int) {
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *WaveDone) GetOk() bool {
+	if x != nil {
+		return x.Ok
+	}
+	return false
+}
+
+func (x *WaveDone) GetDir() Side {
+	if x != nil {
+		return x.Dir
+	}
+	return Side_SIDE_UNSPECIFIED
+}
+
+func (x *WaveDone) GetNixes() uint32 {
+	if x != nil {
+		return x.Nixes
+	}
+	return 0
+}
+
+func (x *WaveDone) GetMigrations() uint32 {
+	if x != nil {
+		return x.Migrations
+	}
+	return 0
+}
+
+// Probe asks a node for its load (random probing of SmartUNL's fallback and Item Balancing).
+type Probe struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Load          float64                `protobuf:"fixed64,1,opt,name=load,proto3" json:"load,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Probe) Reset() {
+	*x = Probe{}
+	mi := &file_overlay_pb_overlay_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Probe) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Probe) ProtoMessage() {}
+
+func (x *Probe) ProtoReflect() protoreflect.Message {
+	mi := &file_overlay_pb_overlay_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Probe.ProtoReflect.Descriptor instead.
+func (*Probe) Descriptor() ([]byte, []int) {
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *Probe) GetLoad() float64 {
+	if x != nil {
+		return x.Load
+	}
+	return 0
+}
+
+// ProbeReply answers a Probe; next is a random entry of the responder's routing table, to probe
+// on from.
+type ProbeReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Load          float64                `protobuf:"fixed64,1,opt,name=load,proto3" json:"load,omitempty"`
+	Thres         float64                `protobuf:"fixed64,2,opt,name=thres,proto3" json:"thres,omitempty"`
+	Idle          bool                   `protobuf:"varint,3,opt,name=idle,proto3" json:"idle,omitempty"`
+	Next          *NodeRef               `protobuf:"bytes,4,opt,name=next,proto3" json:"next,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProbeReply) Reset() {
+	*x = ProbeReply{}
+	mi := &file_overlay_pb_overlay_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProbeReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProbeReply) ProtoMessage() {}
+
+func (x *ProbeReply) ProtoReflect() protoreflect.Message {
+	mi := &file_overlay_pb_overlay_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProbeReply.ProtoReflect.Descriptor instead.
+func (*ProbeReply) Descriptor() ([]byte, []int) {
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *ProbeReply) GetLoad() float64 {
+	if x != nil {
+		return x.Load
+	}
+	return 0
+}
+
+func (x *ProbeReply) GetThres() float64 {
+	if x != nil {
+		return x.Thres
+	}
+	return 0
+}
+
+func (x *ProbeReply) GetIdle() bool {
+	if x != nil {
+		return x.Idle
+	}
+	return false
+}
+
+func (x *ProbeReply) GetNext() *NodeRef {
+	if x != nil {
+		return x.Next
+	}
+	return nil
+}
+
+// IBOffer (Item Balancing): a light node asks its neighbour whether it is heavier than the
+// prober, who has load heavy_load.
+type IBOffer struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Heavy         *NodeRef               `protobuf:"bytes,1,opt,name=heavy,proto3" json:"heavy,omitempty"`
+	HeavyLoad     float64                `protobuf:"fixed64,2,opt,name=heavy_load,json=heavyLoad,proto3" json:"heavy_load,omitempty"`
+	LightLoad     float64                `protobuf:"fixed64,3,opt,name=light_load,json=lightLoad,proto3" json:"light_load,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IBOffer) Reset() {
+	*x = IBOffer{}
+	mi := &file_overlay_pb_overlay_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IBOffer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IBOffer) ProtoMessage() {}
+
+func (x *IBOffer) ProtoReflect() protoreflect.Message {
+	mi := &file_overlay_pb_overlay_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IBOffer.ProtoReflect.Descriptor instead.
+func (*IBOffer) Descriptor() ([]byte, []int) {
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *IBOffer) GetHeavy() *NodeRef {
+	if x != nil {
+		return x.Heavy
+	}
+	return nil
+}
+
+func (x *IBOffer) GetHeavyLoad() float64 {
+	if x != nil {
+		return x.HeavyLoad
+	}
+	return 0
+}
+
+func (x *IBOffer) GetLightLoad() float64 {
+	if x != nil {
+		return x.LightLoad
+	}
+	return 0
+}
+
+// IBNix asks the receiver to hand load to the sender, its level-0 neighbour, by a NIX.
+type IBNix struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Load          float64                `protobuf:"fixed64,1,opt,name=load,proto3" json:"load,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IBNix) Reset() {
+	*x = IBNix{}
+	mi := &file_overlay_pb_overlay_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IBNix) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IBNix) ProtoMessage() {}
+
+func (x *IBNix) ProtoReflect() protoreflect.Message {
+	mi := &file_overlay_pb_overlay_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IBNix.ProtoReflect.Descriptor instead.
+func (*IBNix) Descriptor() ([]byte, []int) {
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *IBNix) GetLoad() float64 {
+	if x != nil {
+		return x.Load
+	}
+	return 0
+}
+
 var File_overlay_pb_overlay_proto protoreflect.FileDescriptor
 
 const file_overlay_pb_overlay_proto_rawDesc = "" +
@@ -2316,14 +3575,20 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\vincarnation\x18\x06 \x01(\x06R\vincarnation\".\n" +
 	"\x04Item\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value\"\x82\x01\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\"\xb5\x01\n" +
 	"\x05Route\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x12\n" +
 	"\x04hops\x18\x02 \x01(\rR\x04hops\x12\x1d\n" +
 	"\n" +
 	"prev_start\x18\x03 \x01(\fR\tprevStart\x12\x19\n" +
 	"\bhas_prev\x18\x04 \x01(\bR\ahasPrev\x12\x19\n" +
-	"\bwalk_ccw\x18\x05 \x01(\bR\awalkCcw\"2\n" +
+	"\bwalk_ccw\x18\x05 \x01(\bR\awalkCcw\x121\n" +
+	"\x05hints\x18\x06 \x03(\v2\x1b.skiprange.overlay.LoadHintR\x05hints\"t\n" +
+	"\bLoadHint\x12.\n" +
+	"\x04node\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04node\x12\x12\n" +
+	"\x04load\x18\x02 \x01(\x01R\x04load\x12\x14\n" +
+	"\x05thres\x18\x03 \x01(\x01R\x05thres\x12\x0e\n" +
+	"\x02at\x18\x04 \x01(\x03R\x02at\"2\n" +
 	"\bKeyRange\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\fR\x05start\x12\x10\n" +
 	"\x03end\x18\x02 \x01(\fR\x03end\"\xc0\x01\n" +
@@ -2382,12 +3647,14 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x121\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x19.skiprange.overlay.StatusR\x06status\x12\x16\n" +
 	"\x06stored\x18\x03 \x01(\rR\x06stored\x12\x12\n" +
-	"\x04hops\x18\x04 \x01(\rR\x04hops\"q\n" +
+	"\x04hops\x18\x04 \x01(\rR\x04hops\"\x9d\x01\n" +
 	"\vJoinRequest\x122\n" +
 	"\x06joiner\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x06joiner\x12.\n" +
-	"\x05route\x18\x02 \x01(\v2\x18.skiprange.overlay.RouteR\x05route\"%\n" +
+	"\x05route\x18\x02 \x01(\v2\x18.skiprange.overlay.RouteR\x05route\x12\x14\n" +
+	"\x05exact\x18\x03 \x01(\bR\x05exact\x12\x14\n" +
+	"\x05below\x18\x04 \x01(\bR\x05below\"%\n" +
 	"\vJoinRefused\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"\x87\x03\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xb7\x03\n" +
 	"\aHandoff\x12\x17\n" +
 	"\axfer_id\x18\x01 \x01(\x04R\x06xferId\x122\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x1e.skiprange.overlay.HandoffKindR\x04kind\x12\x14\n" +
@@ -2400,14 +3667,20 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\tsucc_list\x18\t \x03(\v2\x1a.skiprange.overlay.NodeRefR\bsuccList\x12\x18\n" +
 	"\adeletes\x18\n" +
 	" \x03(\fR\adeletes\x12/\n" +
-	"\x04lost\x18\v \x03(\v2\x1b.skiprange.overlay.KeyRangeR\x04lost\"9\n" +
+	"\x04lost\x18\v \x03(\v2\x1b.skiprange.overlay.KeyRangeR\x04lost\x12.\n" +
+	"\x04pred\x18\f \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04pred\"9\n" +
 	"\n" +
 	"HandoffAck\x12\x17\n" +
 	"\axfer_id\x18\x01 \x01(\x04R\x06xferId\x12\x12\n" +
-	"\x04upto\x18\x02 \x01(\rR\x04upto\"@\n" +
+	"\x04upto\x18\x02 \x01(\rR\x04upto\"r\n" +
 	"\rHandoffCommit\x12\x17\n" +
 	"\axfer_id\x18\x01 \x01(\x04R\x06xferId\x12\x16\n" +
-	"\x06chunks\x18\x02 \x01(\rR\x06chunks\"+\n" +
+	"\x06chunks\x18\x02 \x01(\rR\x06chunks\x120\n" +
+	"\x05loads\x18\x03 \x03(\v2\x1a.skiprange.overlay.KeyLoadR\x05loads\"G\n" +
+	"\aKeyLoad\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\fR\x03key\x12\x12\n" +
+	"\x04slot\x18\x02 \x01(\x03R\x04slot\x12\x16\n" +
+	"\x06counts\x18\x03 \x03(\rR\x06counts\"+\n" +
 	"\x10HandoffCommitAck\x12\x17\n" +
 	"\axfer_id\x18\x01 \x01(\x04R\x06xferId\"?\n" +
 	"\fHandoffAbort\x12\x17\n" +
@@ -2442,7 +3715,7 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x04succ\x18\x04 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04succ\x127\n" +
 	"\tsucc_list\x18\x05 \x03(\v2\x1a.skiprange.overlay.NodeRefR\bsuccList\x120\n" +
 	"\x05preds\x18\x06 \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05preds\x120\n" +
-	"\x05succs\x18\a \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05succs\"\x91\n" +
+	"\x05succs\x18\a \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05succs\"\xc9\n" +
 	"\n" +
 	"\bEnvelope\x12.\n" +
 	"\x04from\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04from\x12.\n" +
@@ -2470,8 +3743,86 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\vlevel_found\x18  \x01(\v2\x1d.skiprange.overlay.LevelFoundH\x00R\n" +
 	"levelFound\x12-\n" +
 	"\x04ping\x18! \x01(\v2\x17.skiprange.overlay.PingH\x00R\x04ping\x12-\n" +
-	"\x04pong\x18\" \x01(\v2\x17.skiprange.overlay.PongH\x00R\x04pongB\x06\n" +
-	"\x04body*L\n" +
+	"\x04pong\x18\" \x01(\v2\x17.skiprange.overlay.PongH\x00R\x04pong\x126\n" +
+	"\abalance\x18( \x01(\v2\x1a.skiprange.overlay.BalanceH\x00R\abalanceB\x06\n" +
+	"\x04body\"\xa7\x06\n" +
+	"\aBalance\x12\x12\n" +
+	"\x04wave\x18\x01 \x01(\x04R\x04wave\x124\n" +
+	"\x04lock\x18\n" +
+	" \x01(\v2\x1e.skiprange.overlay.LockRequestH\x00R\x04lock\x12C\n" +
+	"\flock_refused\x18\v \x01(\v2\x1e.skiprange.overlay.LockRefusedH\x00R\vlockRefused\x126\n" +
+	"\arelease\x18\f \x01(\v2\x1a.skiprange.overlay.ReleaseH\x00R\arelease\x127\n" +
+	"\bnix_turn\x18\r \x01(\v2\x1a.skiprange.overlay.NixTurnH\x00R\anixTurn\x12@\n" +
+	"\vremote_lock\x18\x0e \x01(\v2\x1d.skiprange.overlay.RemoteLockH\x00R\n" +
+	"remoteLock\x12C\n" +
+	"\fremote_reply\x18\x0f \x01(\v2\x1e.skiprange.overlay.RemoteReplyH\x00R\vremoteReply\x12:\n" +
+	"\tmig_order\x18\x10 \x01(\v2\x1b.skiprange.overlay.MigOrderH\x00R\bmigOrder\x127\n" +
+	"\bmig_done\x18\x11 \x01(\v2\x1a.skiprange.overlay.MigDoneH\x00R\amigDone\x12:\n" +
+	"\twave_done\x18\x12 \x01(\v2\x1b.skiprange.overlay.WaveDoneH\x00R\bwaveDone\x120\n" +
+	"\x05probe\x18\x13 \x01(\v2\x18.skiprange.overlay.ProbeH\x00R\x05probe\x12@\n" +
+	"\vprobe_reply\x18\x14 \x01(\v2\x1d.skiprange.overlay.ProbeReplyH\x00R\n" +
+	"probeReply\x127\n" +
+	"\bib_offer\x18\x15 \x01(\v2\x1a.skiprange.overlay.IBOfferH\x00R\aibOffer\x121\n" +
+	"\x06ib_nix\x18\x16 \x01(\v2\x18.skiprange.overlay.IBNixH\x00R\x05ibNixB\x04\n" +
+	"\x02op\"\xba\x01\n" +
+	"\vLockRequest\x12)\n" +
+	"\x03dir\x18\x01 \x01(\x0e2\x17.skiprange.overlay.SideR\x03dir\x120\n" +
+	"\x05chain\x18\x02 \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05chain\x12\x19\n" +
+	"\btmp_load\x18\x03 \x01(\x01R\atmpLoad\x12\x14\n" +
+	"\x05thres\x18\x04 \x01(\x01R\x05thres\x12\x1d\n" +
+	"\n" +
+	"over_thres\x18\x05 \x01(\x01R\toverThres\"%\n" +
+	"\vLockRefused\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"b\n" +
+	"\aRelease\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x14\n" +
+	"\x05abort\x18\x02 \x01(\bR\x05abort\x12)\n" +
+	"\x03dir\x18\x03 \x01(\x0e2\x17.skiprange.overlay.SideR\x03dir\"|\n" +
+	"\aNixTurn\x12)\n" +
+	"\x03dir\x18\x01 \x01(\x0e2\x17.skiprange.overlay.SideR\x03dir\x120\n" +
+	"\x05chain\x18\x02 \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05chain\x12\x14\n" +
+	"\x05index\x18\x03 \x01(\rR\x05index\"\xe4\x01\n" +
+	"\n" +
+	"RemoteLock\x12,\n" +
+	"\x03end\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x03end\x12\x12\n" +
+	"\x04want\x18\x02 \x01(\rR\x04want\x126\n" +
+	"\bmigrants\x18\x03 \x03(\v2\x1a.skiprange.overlay.NodeRefR\bmigrants\x12\x19\n" +
+	"\bacc_load\x18\x04 \x01(\x01R\aaccLoad\x12\x17\n" +
+	"\am_thres\x18\x05 \x01(\x01R\x06mThres\x12(\n" +
+	"\x01m\x18\x06 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x01m\"\x87\x01\n" +
+	"\vRemoteReply\x12(\n" +
+	"\x01m\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x01m\x126\n" +
+	"\bmigrants\x18\x02 \x03(\v2\x1a.skiprange.overlay.NodeRefR\bmigrants\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"j\n" +
+	"\bMigOrder\x122\n" +
+	"\x06target\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x06target\x12\x14\n" +
+	"\x05split\x18\x02 \x01(\fR\x05split\x12\x14\n" +
+	"\x05below\x18\x03 \x01(\bR\x05below\"\x19\n" +
+	"\aMigDone\x12\x0e\n" +
+	"\x02ok\x18\x01 \x01(\bR\x02ok\"{\n" +
+	"\bWaveDone\x12\x0e\n" +
+	"\x02ok\x18\x01 \x01(\bR\x02ok\x12)\n" +
+	"\x03dir\x18\x02 \x01(\x0e2\x17.skiprange.overlay.SideR\x03dir\x12\x14\n" +
+	"\x05nixes\x18\x03 \x01(\rR\x05nixes\x12\x1e\n" +
+	"\n" +
+	"migrations\x18\x04 \x01(\rR\n" +
+	"migrations\"\x1b\n" +
+	"\x05Probe\x12\x12\n" +
+	"\x04load\x18\x01 \x01(\x01R\x04load\"z\n" +
+	"\n" +
+	"ProbeReply\x12\x12\n" +
+	"\x04load\x18\x01 \x01(\x01R\x04load\x12\x14\n" +
+	"\x05thres\x18\x02 \x01(\x01R\x05thres\x12\x12\n" +
+	"\x04idle\x18\x03 \x01(\bR\x04idle\x12.\n" +
+	"\x04next\x18\x04 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04next\"y\n" +
+	"\aIBOffer\x120\n" +
+	"\x05heavy\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x05heavy\x12\x1d\n" +
+	"\n" +
+	"heavy_load\x18\x02 \x01(\x01R\theavyLoad\x12\x1d\n" +
+	"\n" +
+	"light_load\x18\x03 \x01(\x01R\tlightLoad\"\x1b\n" +
+	"\x05IBNix\x12\x12\n" +
+	"\x04load\x18\x01 \x01(\x01R\x04load*L\n" +
 	"\x02Op\x12\x12\n" +
 	"\x0eOP_UNSPECIFIED\x10\x00\x12\n" +
 	"\n" +
@@ -2486,12 +3837,13 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\fSTATUS_ERROR\x10\x02\x12\x14\n" +
 	"\x10STATUS_HOP_LIMIT\x10\x03\x12\x12\n" +
 	"\x0eSTATUS_INVALID\x10\x04\x12\x0f\n" +
-	"\vSTATUS_LOST\x10\x05*\\\n" +
+	"\vSTATUS_LOST\x10\x05*t\n" +
 	"\vHandoffKind\x12\x17\n" +
 	"\x13HANDOFF_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fHANDOFF_JOIN\x10\x01\x12\x11\n" +
 	"\rHANDOFF_LEAVE\x10\x02\x12\x0f\n" +
-	"\vHANDOFF_NIX\x10\x03*:\n" +
+	"\vHANDOFF_NIX\x10\x03\x12\x16\n" +
+	"\x12HANDOFF_JOIN_BELOW\x10\x04*:\n" +
 	"\x04Side\x12\x14\n" +
 	"\x10SIDE_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tSIDE_PRED\x10\x01\x12\r\n" +
@@ -2519,7 +3871,7 @@ func file_overlay_pb_overlay_proto_rawDescGZIP() []byte {
 }
 
 var file_overlay_pb_overlay_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_overlay_pb_overlay_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_overlay_pb_overlay_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_overlay_pb_overlay_proto_goTypes = []any{
 	(Op)(0),                  // 0: skiprange.overlay.Op
 	(Status)(0),              // 1: skiprange.overlay.Status
@@ -2529,86 +3881,134 @@ var file_overlay_pb_overlay_proto_goTypes = []any{
 	(*NodeRef)(nil),          // 5: skiprange.overlay.NodeRef
 	(*Item)(nil),             // 6: skiprange.overlay.Item
 	(*Route)(nil),            // 7: skiprange.overlay.Route
-	(*KeyRange)(nil),         // 8: skiprange.overlay.KeyRange
-	(*Lookup)(nil),           // 9: skiprange.overlay.Lookup
-	(*LookupReply)(nil),      // 10: skiprange.overlay.LookupReply
-	(*RangeQuery)(nil),       // 11: skiprange.overlay.RangeQuery
-	(*RangeReply)(nil),       // 12: skiprange.overlay.RangeReply
-	(*BatchPut)(nil),         // 13: skiprange.overlay.BatchPut
-	(*BatchPutReply)(nil),    // 14: skiprange.overlay.BatchPutReply
-	(*JoinRequest)(nil),      // 15: skiprange.overlay.JoinRequest
-	(*JoinRefused)(nil),      // 16: skiprange.overlay.JoinRefused
-	(*Handoff)(nil),          // 17: skiprange.overlay.Handoff
-	(*HandoffAck)(nil),       // 18: skiprange.overlay.HandoffAck
-	(*HandoffCommit)(nil),    // 19: skiprange.overlay.HandoffCommit
-	(*HandoffCommitAck)(nil), // 20: skiprange.overlay.HandoffCommitAck
-	(*HandoffAbort)(nil),     // 21: skiprange.overlay.HandoffAbort
-	(*NeighborUpdate)(nil),   // 22: skiprange.overlay.NeighborUpdate
-	(*LevelScan)(nil),        // 23: skiprange.overlay.LevelScan
-	(*LevelFound)(nil),       // 24: skiprange.overlay.LevelFound
-	(*Ping)(nil),             // 25: skiprange.overlay.Ping
-	(*Pong)(nil),             // 26: skiprange.overlay.Pong
-	(*Envelope)(nil),         // 27: skiprange.overlay.Envelope
+	(*LoadHint)(nil),         // 8: skiprange.overlay.LoadHint
+	(*KeyRange)(nil),         // 9: skiprange.overlay.KeyRange
+	(*Lookup)(nil),           // 10: skiprange.overlay.Lookup
+	(*LookupReply)(nil),      // 11: skiprange.overlay.LookupReply
+	(*RangeQuery)(nil),       // 12: skiprange.overlay.RangeQuery
+	(*RangeReply)(nil),       // 13: skiprange.overlay.RangeReply
+	(*BatchPut)(nil),         // 14: skiprange.overlay.BatchPut
+	(*BatchPutReply)(nil),    // 15: skiprange.overlay.BatchPutReply
+	(*JoinRequest)(nil),      // 16: skiprange.overlay.JoinRequest
+	(*JoinRefused)(nil),      // 17: skiprange.overlay.JoinRefused
+	(*Handoff)(nil),          // 18: skiprange.overlay.Handoff
+	(*HandoffAck)(nil),       // 19: skiprange.overlay.HandoffAck
+	(*HandoffCommit)(nil),    // 20: skiprange.overlay.HandoffCommit
+	(*KeyLoad)(nil),          // 21: skiprange.overlay.KeyLoad
+	(*HandoffCommitAck)(nil), // 22: skiprange.overlay.HandoffCommitAck
+	(*HandoffAbort)(nil),     // 23: skiprange.overlay.HandoffAbort
+	(*NeighborUpdate)(nil),   // 24: skiprange.overlay.NeighborUpdate
+	(*LevelScan)(nil),        // 25: skiprange.overlay.LevelScan
+	(*LevelFound)(nil),       // 26: skiprange.overlay.LevelFound
+	(*Ping)(nil),             // 27: skiprange.overlay.Ping
+	(*Pong)(nil),             // 28: skiprange.overlay.Pong
+	(*Envelope)(nil),         // 29: skiprange.overlay.Envelope
+	(*Balance)(nil),          // 30: skiprange.overlay.Balance
+	(*LockRequest)(nil),      // 31: skiprange.overlay.LockRequest
+	(*LockRefused)(nil),      // 32: skiprange.overlay.LockRefused
+	(*Release)(nil),          // 33: skiprange.overlay.Release
+	(*NixTurn)(nil),          // 34: skiprange.overlay.NixTurn
+	(*RemoteLock)(nil),       // 35: skiprange.overlay.RemoteLock
+	(*RemoteReply)(nil),      // 36: skiprange.overlay.RemoteReply
+	(*MigOrder)(nil),         // 37: skiprange.overlay.MigOrder
+	(*MigDone)(nil),          // 38: skiprange.overlay.MigDone
+	(*WaveDone)(nil),         // 39: skiprange.overlay.WaveDone
+	(*Probe)(nil),            // 40: skiprange.overlay.Probe
+	(*ProbeReply)(nil),       // 41: skiprange.overlay.ProbeReply
+	(*IBOffer)(nil),          // 42: skiprange.overlay.IBOffer
+	(*IBNix)(nil),            // 43: skiprange.overlay.IBNix
 }
 var file_overlay_pb_overlay_proto_depIdxs = []int32{
-	5,  // 0: skiprange.overlay.Lookup.origin:type_name -> skiprange.overlay.NodeRef
-	7,  // 1: skiprange.overlay.Lookup.route:type_name -> skiprange.overlay.Route
-	0,  // 2: skiprange.overlay.Lookup.op:type_name -> skiprange.overlay.Op
-	5,  // 3: skiprange.overlay.LookupReply.owner:type_name -> skiprange.overlay.NodeRef
-	1,  // 4: skiprange.overlay.LookupReply.status:type_name -> skiprange.overlay.Status
-	5,  // 5: skiprange.overlay.RangeQuery.origin:type_name -> skiprange.overlay.NodeRef
-	7,  // 6: skiprange.overlay.RangeQuery.route:type_name -> skiprange.overlay.Route
-	6,  // 7: skiprange.overlay.RangeQuery.items:type_name -> skiprange.overlay.Item
-	1,  // 8: skiprange.overlay.RangeReply.status:type_name -> skiprange.overlay.Status
-	6,  // 9: skiprange.overlay.RangeReply.items:type_name -> skiprange.overlay.Item
-	5,  // 10: skiprange.overlay.BatchPut.origin:type_name -> skiprange.overlay.NodeRef
-	7,  // 11: skiprange.overlay.BatchPut.route:type_name -> skiprange.overlay.Route
-	6,  // 12: skiprange.overlay.BatchPut.items:type_name -> skiprange.overlay.Item
-	1,  // 13: skiprange.overlay.BatchPutReply.status:type_name -> skiprange.overlay.Status
-	5,  // 14: skiprange.overlay.JoinRequest.joiner:type_name -> skiprange.overlay.NodeRef
-	7,  // 15: skiprange.overlay.JoinRequest.route:type_name -> skiprange.overlay.Route
-	2,  // 16: skiprange.overlay.Handoff.kind:type_name -> skiprange.overlay.HandoffKind
-	6,  // 17: skiprange.overlay.Handoff.items:type_name -> skiprange.overlay.Item
-	5,  // 18: skiprange.overlay.Handoff.succ:type_name -> skiprange.overlay.NodeRef
-	5,  // 19: skiprange.overlay.Handoff.succ_list:type_name -> skiprange.overlay.NodeRef
-	8,  // 20: skiprange.overlay.Handoff.lost:type_name -> skiprange.overlay.KeyRange
-	3,  // 21: skiprange.overlay.NeighborUpdate.side:type_name -> skiprange.overlay.Side
-	5,  // 22: skiprange.overlay.NeighborUpdate.node:type_name -> skiprange.overlay.NodeRef
-	5,  // 23: skiprange.overlay.LevelScan.origin:type_name -> skiprange.overlay.NodeRef
-	3,  // 24: skiprange.overlay.LevelScan.side:type_name -> skiprange.overlay.Side
-	3,  // 25: skiprange.overlay.LevelFound.side:type_name -> skiprange.overlay.Side
-	5,  // 26: skiprange.overlay.LevelFound.node:type_name -> skiprange.overlay.NodeRef
-	5,  // 27: skiprange.overlay.LevelFound.other:type_name -> skiprange.overlay.NodeRef
-	5,  // 28: skiprange.overlay.Pong.pred:type_name -> skiprange.overlay.NodeRef
-	5,  // 29: skiprange.overlay.Pong.succ:type_name -> skiprange.overlay.NodeRef
-	5,  // 30: skiprange.overlay.Pong.succ_list:type_name -> skiprange.overlay.NodeRef
-	5,  // 31: skiprange.overlay.Pong.preds:type_name -> skiprange.overlay.NodeRef
-	5,  // 32: skiprange.overlay.Pong.succs:type_name -> skiprange.overlay.NodeRef
-	5,  // 33: skiprange.overlay.Envelope.from:type_name -> skiprange.overlay.NodeRef
-	4,  // 34: skiprange.overlay.Envelope.cause:type_name -> skiprange.overlay.Cause
-	9,  // 35: skiprange.overlay.Envelope.lookup:type_name -> skiprange.overlay.Lookup
-	10, // 36: skiprange.overlay.Envelope.lookup_reply:type_name -> skiprange.overlay.LookupReply
-	11, // 37: skiprange.overlay.Envelope.range_query:type_name -> skiprange.overlay.RangeQuery
-	12, // 38: skiprange.overlay.Envelope.range_reply:type_name -> skiprange.overlay.RangeReply
-	13, // 39: skiprange.overlay.Envelope.batch_put:type_name -> skiprange.overlay.BatchPut
-	14, // 40: skiprange.overlay.Envelope.batch_put_reply:type_name -> skiprange.overlay.BatchPutReply
-	15, // 41: skiprange.overlay.Envelope.join_request:type_name -> skiprange.overlay.JoinRequest
-	16, // 42: skiprange.overlay.Envelope.join_refused:type_name -> skiprange.overlay.JoinRefused
-	17, // 43: skiprange.overlay.Envelope.handoff:type_name -> skiprange.overlay.Handoff
-	18, // 44: skiprange.overlay.Envelope.handoff_ack:type_name -> skiprange.overlay.HandoffAck
-	19, // 45: skiprange.overlay.Envelope.handoff_commit:type_name -> skiprange.overlay.HandoffCommit
-	21, // 46: skiprange.overlay.Envelope.handoff_abort:type_name -> skiprange.overlay.HandoffAbort
-	20, // 47: skiprange.overlay.Envelope.handoff_commit_ack:type_name -> skiprange.overlay.HandoffCommitAck
-	22, // 48: skiprange.overlay.Envelope.neighbor_update:type_name -> skiprange.overlay.NeighborUpdate
-	23, // 49: skiprange.overlay.Envelope.level_scan:type_name -> skiprange.overlay.LevelScan
-	24, // 50: skiprange.overlay.Envelope.level_found:type_name -> skiprange.overlay.LevelFound
-	25, // 51: skiprange.overlay.Envelope.ping:type_name -> skiprange.overlay.Ping
-	26, // 52: skiprange.overlay.Envelope.pong:type_name -> skiprange.overlay.Pong
-	53, // [53:53] is the sub-list for method output_type
-	53, // [53:53] is the sub-list for method input_type
-	53, // [53:53] is the sub-list for extension type_name
-	53, // [53:53] is the sub-list for extension extendee
-	0,  // [0:53] is the sub-list for field type_name
+	8,  // 0: skiprange.overlay.Route.hints:type_name -> skiprange.overlay.LoadHint
+	5,  // 1: skiprange.overlay.LoadHint.node:type_name -> skiprange.overlay.NodeRef
+	5,  // 2: skiprange.overlay.Lookup.origin:type_name -> skiprange.overlay.NodeRef
+	7,  // 3: skiprange.overlay.Lookup.route:type_name -> skiprange.overlay.Route
+	0,  // 4: skiprange.overlay.Lookup.op:type_name -> skiprange.overlay.Op
+	5,  // 5: skiprange.overlay.LookupReply.owner:type_name -> skiprange.overlay.NodeRef
+	1,  // 6: skiprange.overlay.LookupReply.status:type_name -> skiprange.overlay.Status
+	5,  // 7: skiprange.overlay.RangeQuery.origin:type_name -> skiprange.overlay.NodeRef
+	7,  // 8: skiprange.overlay.RangeQuery.route:type_name -> skiprange.overlay.Route
+	6,  // 9: skiprange.overlay.RangeQuery.items:type_name -> skiprange.overlay.Item
+	1,  // 10: skiprange.overlay.RangeReply.status:type_name -> skiprange.overlay.Status
+	6,  // 11: skiprange.overlay.RangeReply.items:type_name -> skiprange.overlay.Item
+	5,  // 12: skiprange.overlay.BatchPut.origin:type_name -> skiprange.overlay.NodeRef
+	7,  // 13: skiprange.overlay.BatchPut.route:type_name -> skiprange.overlay.Route
+	6,  // 14: skiprange.overlay.BatchPut.items:type_name -> skiprange.overlay.Item
+	1,  // 15: skiprange.overlay.BatchPutReply.status:type_name -> skiprange.overlay.Status
+	5,  // 16: skiprange.overlay.JoinRequest.joiner:type_name -> skiprange.overlay.NodeRef
+	7,  // 17: skiprange.overlay.JoinRequest.route:type_name -> skiprange.overlay.Route
+	2,  // 18: skiprange.overlay.Handoff.kind:type_name -> skiprange.overlay.HandoffKind
+	6,  // 19: skiprange.overlay.Handoff.items:type_name -> skiprange.overlay.Item
+	5,  // 20: skiprange.overlay.Handoff.succ:type_name -> skiprange.overlay.NodeRef
+	5,  // 21: skiprange.overlay.Handoff.succ_list:type_name -> skiprange.overlay.NodeRef
+	9,  // 22: skiprange.overlay.Handoff.lost:type_name -> skiprange.overlay.KeyRange
+	5,  // 23: skiprange.overlay.Handoff.pred:type_name -> skiprange.overlay.NodeRef
+	21, // 24: skiprange.overlay.HandoffCommit.loads:type_name -> skiprange.overlay.KeyLoad
+	3,  // 25: skiprange.overlay.NeighborUpdate.side:type_name -> skiprange.overlay.Side
+	5,  // 26: skiprange.overlay.NeighborUpdate.node:type_name -> skiprange.overlay.NodeRef
+	5,  // 27: skiprange.overlay.LevelScan.origin:type_name -> skiprange.overlay.NodeRef
+	3,  // 28: skiprange.overlay.LevelScan.side:type_name -> skiprange.overlay.Side
+	3,  // 29: skiprange.overlay.LevelFound.side:type_name -> skiprange.overlay.Side
+	5,  // 30: skiprange.overlay.LevelFound.node:type_name -> skiprange.overlay.NodeRef
+	5,  // 31: skiprange.overlay.LevelFound.other:type_name -> skiprange.overlay.NodeRef
+	5,  // 32: skiprange.overlay.Pong.pred:type_name -> skiprange.overlay.NodeRef
+	5,  // 33: skiprange.overlay.Pong.succ:type_name -> skiprange.overlay.NodeRef
+	5,  // 34: skiprange.overlay.Pong.succ_list:type_name -> skiprange.overlay.NodeRef
+	5,  // 35: skiprange.overlay.Pong.preds:type_name -> skiprange.overlay.NodeRef
+	5,  // 36: skiprange.overlay.Pong.succs:type_name -> skiprange.overlay.NodeRef
+	5,  // 37: skiprange.overlay.Envelope.from:type_name -> skiprange.overlay.NodeRef
+	4,  // 38: skiprange.overlay.Envelope.cause:type_name -> skiprange.overlay.Cause
+	10, // 39: skiprange.overlay.Envelope.lookup:type_name -> skiprange.overlay.Lookup
+	11, // 40: skiprange.overlay.Envelope.lookup_reply:type_name -> skiprange.overlay.LookupReply
+	12, // 41: skiprange.overlay.Envelope.range_query:type_name -> skiprange.overlay.RangeQuery
+	13, // 42: skiprange.overlay.Envelope.range_reply:type_name -> skiprange.overlay.RangeReply
+	14, // 43: skiprange.overlay.Envelope.batch_put:type_name -> skiprange.overlay.BatchPut
+	15, // 44: skiprange.overlay.Envelope.batch_put_reply:type_name -> skiprange.overlay.BatchPutReply
+	16, // 45: skiprange.overlay.Envelope.join_request:type_name -> skiprange.overlay.JoinRequest
+	17, // 46: skiprange.overlay.Envelope.join_refused:type_name -> skiprange.overlay.JoinRefused
+	18, // 47: skiprange.overlay.Envelope.handoff:type_name -> skiprange.overlay.Handoff
+	19, // 48: skiprange.overlay.Envelope.handoff_ack:type_name -> skiprange.overlay.HandoffAck
+	20, // 49: skiprange.overlay.Envelope.handoff_commit:type_name -> skiprange.overlay.HandoffCommit
+	23, // 50: skiprange.overlay.Envelope.handoff_abort:type_name -> skiprange.overlay.HandoffAbort
+	22, // 51: skiprange.overlay.Envelope.handoff_commit_ack:type_name -> skiprange.overlay.HandoffCommitAck
+	24, // 52: skiprange.overlay.Envelope.neighbor_update:type_name -> skiprange.overlay.NeighborUpdate
+	25, // 53: skiprange.overlay.Envelope.level_scan:type_name -> skiprange.overlay.LevelScan
+	26, // 54: skiprange.overlay.Envelope.level_found:type_name -> skiprange.overlay.LevelFound
+	27, // 55: skiprange.overlay.Envelope.ping:type_name -> skiprange.overlay.Ping
+	28, // 56: skiprange.overlay.Envelope.pong:type_name -> skiprange.overlay.Pong
+	30, // 57: skiprange.overlay.Envelope.balance:type_name -> skiprange.overlay.Balance
+	31, // 58: skiprange.overlay.Balance.lock:type_name -> skiprange.overlay.LockRequest
+	32, // 59: skiprange.overlay.Balance.lock_refused:type_name -> skiprange.overlay.LockRefused
+	33, // 60: skiprange.overlay.Balance.release:type_name -> skiprange.overlay.Release
+	34, // 61: skiprange.overlay.Balance.nix_turn:type_name -> skiprange.overlay.NixTurn
+	35, // 62: skiprange.overlay.Balance.remote_lock:type_name -> skiprange.overlay.RemoteLock
+	36, // 63: skiprange.overlay.Balance.remote_reply:type_name -> skiprange.overlay.RemoteReply
+	37, // 64: skiprange.overlay.Balance.mig_order:type_name -> skiprange.overlay.MigOrder
+	38, // 65: skiprange.overlay.Balance.mig_done:type_name -> skiprange.overlay.MigDone
+	39, // 66: skiprange.overlay.Balance.wave_done:type_name -> skiprange.overlay.WaveDone
+	40, // 67: skiprange.overlay.Balance.probe:type_name -> skiprange.overlay.Probe
+	41, // 68: skiprange.overlay.Balance.probe_reply:type_name -> skiprange.overlay.ProbeReply
+	42, // 69: skiprange.overlay.Balance.ib_offer:type_name -> skiprange.overlay.IBOffer
+	43, // 70: skiprange.overlay.Balance.ib_nix:type_name -> skiprange.overlay.IBNix
+	3,  // 71: skiprange.overlay.LockRequest.dir:type_name -> skiprange.overlay.Side
+	5,  // 72: skiprange.overlay.LockRequest.chain:type_name -> skiprange.overlay.NodeRef
+	3,  // 73: skiprange.overlay.Release.dir:type_name -> skiprange.overlay.Side
+	3,  // 74: skiprange.overlay.NixTurn.dir:type_name -> skiprange.overlay.Side
+	5,  // 75: skiprange.overlay.NixTurn.chain:type_name -> skiprange.overlay.NodeRef
+	5,  // 76: skiprange.overlay.RemoteLock.end:type_name -> skiprange.overlay.NodeRef
+	5,  // 77: skiprange.overlay.RemoteLock.migrants:type_name -> skiprange.overlay.NodeRef
+	5,  // 78: skiprange.overlay.RemoteLock.m:type_name -> skiprange.overlay.NodeRef
+	5,  // 79: skiprange.overlay.RemoteReply.m:type_name -> skiprange.overlay.NodeRef
+	5,  // 80: skiprange.overlay.RemoteReply.migrants:type_name -> skiprange.overlay.NodeRef
+	5,  // 81: skiprange.overlay.MigOrder.target:type_name -> skiprange.overlay.NodeRef
+	3,  // 82: skiprange.overlay.WaveDone.dir:type_name -> skiprange.overlay.Side
+	5,  // 83: skiprange.overlay.ProbeReply.next:type_name -> skiprange.overlay.NodeRef
+	5,  // 84: skiprange.overlay.IBOffer.heavy:type_name -> skiprange.overlay.NodeRef
+	85, // [85:85] is the sub-list for method output_type
+	85, // [85:85] is the sub-list for method input_type
+	85, // [85:85] is the sub-list for extension type_name
+	85, // [85:85] is the sub-list for extension extendee
+	0,  // [0:85] is the sub-list for field type_name
 }
 
 func init() { file_overlay_pb_overlay_proto_init() }
@@ -2616,7 +4016,7 @@ func file_overlay_pb_overlay_proto_init() {
 	if File_overlay_pb_overlay_proto != nil {
 		return
 	}
-	file_overlay_pb_overlay_proto_msgTypes[22].OneofWrappers = []any{
+	file_overlay_pb_overlay_proto_msgTypes[24].OneofWrappers = []any{
 		(*Envelope_Lookup)(nil),
 		(*Envelope_LookupReply)(nil),
 		(*Envelope_RangeQuery)(nil),
@@ -2635,6 +4035,22 @@ func file_overlay_pb_overlay_proto_init() {
 		(*Envelope_LevelFound)(nil),
 		(*Envelope_Ping)(nil),
 		(*Envelope_Pong)(nil),
+		(*Envelope_Balance)(nil),
+	}
+	file_overlay_pb_overlay_proto_msgTypes[25].OneofWrappers = []any{
+		(*Balance_Lock)(nil),
+		(*Balance_LockRefused)(nil),
+		(*Balance_Release)(nil),
+		(*Balance_NixTurn)(nil),
+		(*Balance_RemoteLock)(nil),
+		(*Balance_RemoteReply)(nil),
+		(*Balance_MigOrder)(nil),
+		(*Balance_MigDone)(nil),
+		(*Balance_WaveDone)(nil),
+		(*Balance_Probe)(nil),
+		(*Balance_ProbeReply)(nil),
+		(*Balance_IbOffer)(nil),
+		(*Balance_IbNix)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2642,7 +4058,7 @@ func file_overlay_pb_overlay_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_overlay_pb_overlay_proto_rawDesc), len(file_overlay_pb_overlay_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   23,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
