@@ -17,8 +17,8 @@ type joinState struct {
 	// exact and below: a migration's placement (see JoinRequest); cause is what the join serves.
 	exact, below bool
 	cause        pb.Cause
-	seq         uint64 // identifies the current attempt's timer
-	attempts    int
+	seq          uint64 // identifies the current attempt's timer
+	attempts     int
 	// queue holds join requests that reached this node while it was busy (owner side).
 	queue []*pb.JoinRequest
 }
