@@ -1,0 +1,229 @@
+package workload
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+func TestArrivals(t *testing.T) {
+	for _, bad := range []float64{0, -1, math.NaN(), math.Inf(1)} {
+		if _, err := NewArrivals(bad); err == nil {
+			t.Errorf("NewArrivals(%g) accepted", bad)
+		}
+	}
+	a, err := NewArrivals(250)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(4, 4))
+	const n = 200_000
+	sum, sq := 0.0, 0.0
+	for range n {
+		g := a.Next(r)
+		if g < 0 {
+			t.Fatalf("negative gap %g", g)
+		}
+		sum += g
+		sq += g * g
+	}
+	mean := sum / n
+	if math.Abs(mean-1.0/250) > 0.01/250 {
+		t.Fatalf("mean gap %g, want %g", mean, 1.0/250)
+	}
+	// Exponential: the standard deviation equals the mean.
+	if sd := math.Sqrt(sq/n - mean*mean); math.Abs(sd-mean) > 0.02*mean {
+		t.Fatalf("gap standard deviation %g, want ≈ mean %g", sd, mean)
+	}
+	if !math.IsInf((*Arrivals)(nil).Next(r), 1) {
+		t.Fatal("nil Arrivals produced an arrival")
+	}
+}
+
+// minNodesDP is the exact optimum by dynamic programming, O(n²), to check the greedy.
+func minNodesDP(loads []float64, thres float64) int {
+	n := len(loads)
+	best := make([]int, n+1) // best[i]: fewest pieces for keys [0, i)
+	for i := 1; i <= n; i++ {
+		best[i] = math.MaxInt
+		sum := 0.0
+		for j := i - 1; j >= 0; j-- {
+			sum += loads[j]
+			if !(sum < thres) {
+				break
+			}
+			if best[j] != math.MaxInt {
+				best[i] = min(best[i], best[j]+1)
+			}
+		}
+	}
+	return max(best[n], 1)
+}
+
+func TestMinNodes(t *testing.T) {
+	for _, tc := range []struct {
+		loads    []float64
+		thres    float64
+		nodes    int
+		feasible bool
+	}{
+		{[]float64{1, 1, 1, 1}, 2.5, 2, true},
+		{[]float64{1, 1, 1, 1}, 2, 4, true}, // strictly below: 1+1 is not < 2
+		{[]float64{5, 1, 1, 5}, 7, 2, true},
+		{[]float64{3, 10, 3}, 10, 3, false},
+		{[]float64{3, 11, 3}, 10, 3, false},
+		{[]float64{0, 0, 0}, 1, 1, true},
+		{nil, 1, 1, true},
+		{[]float64{1}, 0, 1, false},
+		{[]float64{1, math.NaN()}, 5, 2, false},
+	} {
+		n, ok := MinNodes(tc.loads, tc.thres)
+		if n != tc.nodes || ok != tc.feasible {
+			t.Errorf("MinNodes(%v, %g) = %d, %v; want %d, %v", tc.loads, tc.thres, n, ok, tc.nodes, tc.feasible)
+		}
+	}
+	r := rand.New(rand.NewPCG(8, 8))
+	for range 500 {
+		loads := make([]float64, 1+r.IntN(30))
+		for i := range loads {
+			loads[i] = float64(r.IntN(5)) // integers: no rounding in the sums
+		}
+		thres := float64(5 + r.IntN(10))
+		n, ok := MinNodes(loads, thres)
+		if !ok {
+			t.Fatalf("%v < %g reported infeasible", loads, thres)
+		}
+		if want := minNodesDP(loads, thres); n != want {
+			t.Fatalf("MinNodes(%v, %g) = %d, optimum %d", loads, thres, n, want)
+		}
+	}
+}
+
+func TestFeasibility(t *testing.T) {
+	// Thesis setting: uniform queries at 250/s, 100 keys each, 50,000 keys: 0.5/s per key.
+	loads := Uniform{K: 50_000}.KeyLoads(250, 0)
+	f := CheckFeasibility(loads, 60, 500)
+	// The top 99 starts are clipped by 1..99 keys.
+	if !f.Feasible || math.Abs(f.MaxKeyLoad-0.5) > 1e-9 || math.Abs(f.TotalLoad-250*(100-4950.0/50_000)) > 1e-6 {
+		t.Fatalf("feasible %v, max key load %g, total %g", f.Feasible, f.MaxKeyLoad, f.TotalLoad)
+	}
+	if f.MinNodes < int(f.TotalLoad/60) || f.MinNodes > int(f.TotalLoad/59)+1 {
+		t.Fatalf("MinNodes = %d for total %g at thres 60", f.MinNodes, f.TotalLoad)
+	}
+	if s := f.String(); !strings.HasPrefix(s, "feasible: ") || !strings.Contains(s, " of 500 (max key load 0.5/s < thres 60)") {
+		t.Fatalf("String = %q", s)
+	}
+	if s := CheckFeasibility(loads, 60, 100).String(); !strings.HasPrefix(s, "infeasible: ") || !strings.Contains(s, "needed of 100") {
+		t.Fatalf("too few nodes: %q", s)
+	}
+	g := CheckFeasibility([]float64{1, 70, 2}, 60, 0)
+	if g.Feasible || g.MaxKey != 1 || g.MaxKeyLoad != 70 || g.TotalLoad != 73 {
+		t.Fatalf("feasible %v, max key %d load %g, total %g", g.Feasible, g.MaxKey, g.MaxKeyLoad, g.TotalLoad)
+	}
+	if s := g.String(); !strings.Contains(s, "infeasible: key 1 has load 70.0/s ≥ thres 60") {
+		t.Fatalf("String = %q", s)
+	}
+}
+
+// longestBelow is the brute-force longest contiguous piece with load < thres.
+func longestBelow(seq []float64, thres float64) int {
+	best := 0
+	for i := range seq {
+		sum := 0.0
+		for j := i; j < len(seq); j++ {
+			sum += seq[j]
+			if !(sum < thres) {
+				break
+			}
+			best = max(best, j-i+1)
+		}
+	}
+	return best
+}
+
+func TestLowerBoundMoves(t *testing.T) {
+	six := []float64{1, 1, 1, 1, 1, 1}
+	for _, tc := range []struct {
+		name  string
+		loads []float64
+		owned [][2]int
+		thres float64
+		want  int
+	}{
+		{"one node sheds half", six, [][2]int{{0, 6}}, 3.5, 3},
+		{"two nodes below thres", six, [][2]int{{0, 3}, {3, 6}}, 3.5, 0},
+		{"heavy first key", []float64{5, 0, 0, 1, 1}, [][2]int{{0, 5}}, 2, 2},
+		{"wrapping seam owner", []float64{1, 0, 0, 0, 2}, [][2]int{{4, 1}, {1, 4}}, 2.5, 1},
+		{"single key over thres", []float64{10}, [][2]int{{0, 1}}, 5, 1},
+		{"exactly at thres counts", []float64{1, 1}, [][2]int{{0, 2}}, 2, 1},
+		{"empty range", six, [][2]int{{2, 2}}, 0.5, 0},
+		{"clamped bounds", six, [][2]int{{-3, 9}}, 3.5, 3},
+		{"no keys", nil, [][2]int{{0, 0}}, 1, 0},
+	} {
+		if got := LowerBoundMoves(tc.loads, tc.owned, tc.thres); got != tc.want {
+			t.Errorf("%s: LowerBoundMoves = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	r := rand.New(rand.NewPCG(6, 6))
+	for range 500 {
+		k := 1 + r.IntN(40)
+		loads := make([]float64, k)
+		for i := range loads {
+			loads[i] = float64(r.IntN(6))
+		}
+		lo, hi := r.IntN(k), r.IntN(k)
+		thres := float64(1 + r.IntN(15))
+		var seq []float64 // the node's keys in ring order
+		for i := lo; i != hi; i = (i + 1) % k {
+			seq = append(seq, loads[i])
+		}
+		if want := len(seq) - longestBelow(seq, thres); LowerBoundMoves(loads, [][2]int{{lo, hi}}, thres) != want {
+			t.Fatalf("loads %v, [%d,%d), thres %g: got %d, want %d", loads, lo, hi, thres,
+				LowerBoundMoves(loads, [][2]int{{lo, hi}}, thres), want)
+		}
+	}
+}
+
+func giniBrute(x []float64) float64 {
+	n, sum, abs := float64(len(x)), 0.0, 0.0
+	for _, a := range x {
+		sum += a
+		for _, b := range x {
+			abs += math.Abs(a - b)
+		}
+	}
+	if sum == 0 {
+		return 0
+	}
+	return abs / (2 * n * n * (sum / n))
+}
+
+func TestGini(t *testing.T) {
+	for _, tc := range []struct {
+		x    []float64
+		want float64
+	}{
+		{nil, 0},
+		{[]float64{0, 0, 0}, 0},
+		{[]float64{4, 4, 4, 4}, 0},
+		{[]float64{7}, 0},
+		{[]float64{0, 0, 0, 5}, 0.75},
+		{[]float64{0, 9, 0, 0, 0, 0, 0, 0, 0, 0}, 0.9},
+		{[]float64{3, 1, 2}, 2.0 / 9},
+	} {
+		if got := Gini(tc.x); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("Gini(%v) = %g, want %g", tc.x, got, tc.want)
+		}
+	}
+	r := rand.New(rand.NewPCG(10, 10))
+	for range 200 {
+		x := make([]float64, 1+r.IntN(50))
+		for i := range x {
+			x[i] = r.Float64() * 100
+		}
+		if got, want := Gini(x), giniBrute(x); math.Abs(got-want) > 1e-9 {
+			t.Fatalf("Gini(%v) = %g, brute force %g", x, got, want)
+		}
+	}
+}
