@@ -240,16 +240,30 @@ func (n *Node) reject(from overlay.NodeID, err error) {
 	n.env.Report(overlay.Event{Kind: overlay.EventInvalidMessage, Peer: from, Detail: err.Error()})
 }
 
-// Handle processes one message from a peer.
-func (n *Node) Handle(from overlay.NodeID, m *pb.Envelope) {
+// Accept checks a message from a peer and takes in what every message tells (the sender's
+// descriptor, that it is alive). It returns the sender, or false when the message was rejected.
+// Handle calls it; a component above the skip graph calls it for its own messages.
+func (n *Node) Accept(from overlay.NodeID, m *pb.Envelope) (overlay.Peer, bool) {
 	if err := n.validate(m); err != nil {
 		n.reject(from, err)
-		return
+		return overlay.Peer{}, false
 	}
 	sender := n.senders.decode(m.From)
 	n.handling = m.Cause
 	n.learn(sender)
 	n.maintain.heardFrom(sender.ID)
+	return sender, true
+}
+
+// Reject counts and reports a message found invalid by a component above the skip graph.
+func (n *Node) Reject(from overlay.NodeID, err error) { n.reject(from, err) }
+
+// Handle processes one message from a peer.
+func (n *Node) Handle(from overlay.NodeID, m *pb.Envelope) {
+	sender, ok := n.Accept(from, m)
+	if !ok {
+		return
+	}
 	switch b := m.Body.(type) {
 	case *pb.Envelope_Lookup:
 		n.onLookup(b.Lookup)

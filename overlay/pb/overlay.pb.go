@@ -308,6 +308,62 @@ func (Cause) EnumDescriptor() ([]byte, []int) {
 	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{4}
 }
 
+// IBStep says what an IBOffer asks of its receiver.
+type IBStep int32
+
+const (
+	IBStep_IB_UNSPECIFIED IBStep = 0
+	// To the light node: balance with your successor, or move next to heavy.
+	IBStep_IB_LIGHT IBStep = 1
+	// To the light node's successor: if heavier than heavy, give the light node half the difference.
+	IBStep_IB_NEIGHBOUR IBStep = 2
+	// To the heavy node: place the light node next to you, taking half your load.
+	IBStep_IB_PLACE IBStep = 3
+)
+
+// Enum value maps for IBStep.
+var (
+	IBStep_name = map[int32]string{
+		0: "IB_UNSPECIFIED",
+		1: "IB_LIGHT",
+		2: "IB_NEIGHBOUR",
+		3: "IB_PLACE",
+	}
+	IBStep_value = map[string]int32{
+		"IB_UNSPECIFIED": 0,
+		"IB_LIGHT":       1,
+		"IB_NEIGHBOUR":   2,
+		"IB_PLACE":       3,
+	}
+)
+
+func (x IBStep) Enum() *IBStep {
+	p := new(IBStep)
+	*p = x
+	return p
+}
+
+func (x IBStep) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (IBStep) Descriptor() protoreflect.EnumDescriptor {
+	return file_overlay_pb_overlay_proto_enumTypes[5].Descriptor()
+}
+
+func (IBStep) Type() protoreflect.EnumType {
+	return &file_overlay_pb_overlay_proto_enumTypes[5]
+}
+
+func (x IBStep) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use IBStep.Descriptor instead.
+func (IBStep) EnumDescriptor() ([]byte, []int) {
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{5}
+}
+
 // NodeRef describes a node: identity, start of its range with that start's version, membership
 // vector, and listen addresses (multiaddr bytes) for the libp2p runtime.
 type NodeRef struct {
@@ -3461,6 +3517,7 @@ type IBOffer struct {
 	Heavy         *NodeRef               `protobuf:"bytes,1,opt,name=heavy,proto3" json:"heavy,omitempty"`
 	HeavyLoad     float64                `protobuf:"fixed64,2,opt,name=heavy_load,json=heavyLoad,proto3" json:"heavy_load,omitempty"`
 	LightLoad     float64                `protobuf:"fixed64,3,opt,name=light_load,json=lightLoad,proto3" json:"light_load,omitempty"`
+	Step          IBStep                 `protobuf:"varint,4,opt,name=step,proto3,enum=skiprange.overlay.IBStep" json:"step,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3516,7 +3573,15 @@ func (x *IBOffer) GetLightLoad() float64 {
 	return 0
 }
 
-// IBNix asks the receiver to hand load to the sender, its level-0 neighbour, by a NIX.
+func (x *IBOffer) GetStep() IBStep {
+	if x != nil {
+		return x.Step
+	}
+	return IBStep_IB_UNSPECIFIED
+}
+
+// IBNix asks the receiver to hand load to the sender, its level-0 neighbour, by a NIX; a load of
+// zero declines an IB_NEIGHBOUR offer.
 type IBNix struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Load          float64                `protobuf:"fixed64,1,opt,name=load,proto3" json:"load,omitempty"`
@@ -3814,13 +3879,14 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x04load\x18\x01 \x01(\x01R\x04load\x12\x14\n" +
 	"\x05thres\x18\x02 \x01(\x01R\x05thres\x12\x12\n" +
 	"\x04idle\x18\x03 \x01(\bR\x04idle\x12.\n" +
-	"\x04next\x18\x04 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04next\"y\n" +
+	"\x04next\x18\x04 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04next\"\xa8\x01\n" +
 	"\aIBOffer\x120\n" +
 	"\x05heavy\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x05heavy\x12\x1d\n" +
 	"\n" +
 	"heavy_load\x18\x02 \x01(\x01R\theavyLoad\x12\x1d\n" +
 	"\n" +
-	"light_load\x18\x03 \x01(\x01R\tlightLoad\"\x1b\n" +
+	"light_load\x18\x03 \x01(\x01R\tlightLoad\x12-\n" +
+	"\x04step\x18\x04 \x01(\x0e2\x19.skiprange.overlay.IBStepR\x04step\"\x1b\n" +
 	"\x05IBNix\x12\x12\n" +
 	"\x04load\x18\x01 \x01(\x01R\x04load*L\n" +
 	"\x02Op\x12\x12\n" +
@@ -3856,7 +3922,12 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\vCAUSE_LEAVE\x10\x03\x12\x12\n" +
 	"\x0eCAUSE_MAINTAIN\x10\x04\x12\x10\n" +
 	"\fCAUSE_REPAIR\x10\x05\x12\x11\n" +
-	"\rCAUSE_BALANCE\x10\x06B+Z)github.com/skiprange/skiprange/overlay/pbb\x06proto3"
+	"\rCAUSE_BALANCE\x10\x06*J\n" +
+	"\x06IBStep\x12\x12\n" +
+	"\x0eIB_UNSPECIFIED\x10\x00\x12\f\n" +
+	"\bIB_LIGHT\x10\x01\x12\x10\n" +
+	"\fIB_NEIGHBOUR\x10\x02\x12\f\n" +
+	"\bIB_PLACE\x10\x03B+Z)github.com/skiprange/skiprange/overlay/pbb\x06proto3"
 
 var (
 	file_overlay_pb_overlay_proto_rawDescOnce sync.Once
@@ -3870,7 +3941,7 @@ func file_overlay_pb_overlay_proto_rawDescGZIP() []byte {
 	return file_overlay_pb_overlay_proto_rawDescData
 }
 
-var file_overlay_pb_overlay_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_overlay_pb_overlay_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
 var file_overlay_pb_overlay_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_overlay_pb_overlay_proto_goTypes = []any{
 	(Op)(0),                  // 0: skiprange.overlay.Op
@@ -3878,137 +3949,139 @@ var file_overlay_pb_overlay_proto_goTypes = []any{
 	(HandoffKind)(0),         // 2: skiprange.overlay.HandoffKind
 	(Side)(0),                // 3: skiprange.overlay.Side
 	(Cause)(0),               // 4: skiprange.overlay.Cause
-	(*NodeRef)(nil),          // 5: skiprange.overlay.NodeRef
-	(*Item)(nil),             // 6: skiprange.overlay.Item
-	(*Route)(nil),            // 7: skiprange.overlay.Route
-	(*LoadHint)(nil),         // 8: skiprange.overlay.LoadHint
-	(*KeyRange)(nil),         // 9: skiprange.overlay.KeyRange
-	(*Lookup)(nil),           // 10: skiprange.overlay.Lookup
-	(*LookupReply)(nil),      // 11: skiprange.overlay.LookupReply
-	(*RangeQuery)(nil),       // 12: skiprange.overlay.RangeQuery
-	(*RangeReply)(nil),       // 13: skiprange.overlay.RangeReply
-	(*BatchPut)(nil),         // 14: skiprange.overlay.BatchPut
-	(*BatchPutReply)(nil),    // 15: skiprange.overlay.BatchPutReply
-	(*JoinRequest)(nil),      // 16: skiprange.overlay.JoinRequest
-	(*JoinRefused)(nil),      // 17: skiprange.overlay.JoinRefused
-	(*Handoff)(nil),          // 18: skiprange.overlay.Handoff
-	(*HandoffAck)(nil),       // 19: skiprange.overlay.HandoffAck
-	(*HandoffCommit)(nil),    // 20: skiprange.overlay.HandoffCommit
-	(*KeyLoad)(nil),          // 21: skiprange.overlay.KeyLoad
-	(*HandoffCommitAck)(nil), // 22: skiprange.overlay.HandoffCommitAck
-	(*HandoffAbort)(nil),     // 23: skiprange.overlay.HandoffAbort
-	(*NeighborUpdate)(nil),   // 24: skiprange.overlay.NeighborUpdate
-	(*LevelScan)(nil),        // 25: skiprange.overlay.LevelScan
-	(*LevelFound)(nil),       // 26: skiprange.overlay.LevelFound
-	(*Ping)(nil),             // 27: skiprange.overlay.Ping
-	(*Pong)(nil),             // 28: skiprange.overlay.Pong
-	(*Envelope)(nil),         // 29: skiprange.overlay.Envelope
-	(*Balance)(nil),          // 30: skiprange.overlay.Balance
-	(*LockRequest)(nil),      // 31: skiprange.overlay.LockRequest
-	(*LockRefused)(nil),      // 32: skiprange.overlay.LockRefused
-	(*Release)(nil),          // 33: skiprange.overlay.Release
-	(*NixTurn)(nil),          // 34: skiprange.overlay.NixTurn
-	(*RemoteLock)(nil),       // 35: skiprange.overlay.RemoteLock
-	(*RemoteReply)(nil),      // 36: skiprange.overlay.RemoteReply
-	(*MigOrder)(nil),         // 37: skiprange.overlay.MigOrder
-	(*MigDone)(nil),          // 38: skiprange.overlay.MigDone
-	(*WaveDone)(nil),         // 39: skiprange.overlay.WaveDone
-	(*Probe)(nil),            // 40: skiprange.overlay.Probe
-	(*ProbeReply)(nil),       // 41: skiprange.overlay.ProbeReply
-	(*IBOffer)(nil),          // 42: skiprange.overlay.IBOffer
-	(*IBNix)(nil),            // 43: skiprange.overlay.IBNix
+	(IBStep)(0),              // 5: skiprange.overlay.IBStep
+	(*NodeRef)(nil),          // 6: skiprange.overlay.NodeRef
+	(*Item)(nil),             // 7: skiprange.overlay.Item
+	(*Route)(nil),            // 8: skiprange.overlay.Route
+	(*LoadHint)(nil),         // 9: skiprange.overlay.LoadHint
+	(*KeyRange)(nil),         // 10: skiprange.overlay.KeyRange
+	(*Lookup)(nil),           // 11: skiprange.overlay.Lookup
+	(*LookupReply)(nil),      // 12: skiprange.overlay.LookupReply
+	(*RangeQuery)(nil),       // 13: skiprange.overlay.RangeQuery
+	(*RangeReply)(nil),       // 14: skiprange.overlay.RangeReply
+	(*BatchPut)(nil),         // 15: skiprange.overlay.BatchPut
+	(*BatchPutReply)(nil),    // 16: skiprange.overlay.BatchPutReply
+	(*JoinRequest)(nil),      // 17: skiprange.overlay.JoinRequest
+	(*JoinRefused)(nil),      // 18: skiprange.overlay.JoinRefused
+	(*Handoff)(nil),          // 19: skiprange.overlay.Handoff
+	(*HandoffAck)(nil),       // 20: skiprange.overlay.HandoffAck
+	(*HandoffCommit)(nil),    // 21: skiprange.overlay.HandoffCommit
+	(*KeyLoad)(nil),          // 22: skiprange.overlay.KeyLoad
+	(*HandoffCommitAck)(nil), // 23: skiprange.overlay.HandoffCommitAck
+	(*HandoffAbort)(nil),     // 24: skiprange.overlay.HandoffAbort
+	(*NeighborUpdate)(nil),   // 25: skiprange.overlay.NeighborUpdate
+	(*LevelScan)(nil),        // 26: skiprange.overlay.LevelScan
+	(*LevelFound)(nil),       // 27: skiprange.overlay.LevelFound
+	(*Ping)(nil),             // 28: skiprange.overlay.Ping
+	(*Pong)(nil),             // 29: skiprange.overlay.Pong
+	(*Envelope)(nil),         // 30: skiprange.overlay.Envelope
+	(*Balance)(nil),          // 31: skiprange.overlay.Balance
+	(*LockRequest)(nil),      // 32: skiprange.overlay.LockRequest
+	(*LockRefused)(nil),      // 33: skiprange.overlay.LockRefused
+	(*Release)(nil),          // 34: skiprange.overlay.Release
+	(*NixTurn)(nil),          // 35: skiprange.overlay.NixTurn
+	(*RemoteLock)(nil),       // 36: skiprange.overlay.RemoteLock
+	(*RemoteReply)(nil),      // 37: skiprange.overlay.RemoteReply
+	(*MigOrder)(nil),         // 38: skiprange.overlay.MigOrder
+	(*MigDone)(nil),          // 39: skiprange.overlay.MigDone
+	(*WaveDone)(nil),         // 40: skiprange.overlay.WaveDone
+	(*Probe)(nil),            // 41: skiprange.overlay.Probe
+	(*ProbeReply)(nil),       // 42: skiprange.overlay.ProbeReply
+	(*IBOffer)(nil),          // 43: skiprange.overlay.IBOffer
+	(*IBNix)(nil),            // 44: skiprange.overlay.IBNix
 }
 var file_overlay_pb_overlay_proto_depIdxs = []int32{
-	8,  // 0: skiprange.overlay.Route.hints:type_name -> skiprange.overlay.LoadHint
-	5,  // 1: skiprange.overlay.LoadHint.node:type_name -> skiprange.overlay.NodeRef
-	5,  // 2: skiprange.overlay.Lookup.origin:type_name -> skiprange.overlay.NodeRef
-	7,  // 3: skiprange.overlay.Lookup.route:type_name -> skiprange.overlay.Route
+	9,  // 0: skiprange.overlay.Route.hints:type_name -> skiprange.overlay.LoadHint
+	6,  // 1: skiprange.overlay.LoadHint.node:type_name -> skiprange.overlay.NodeRef
+	6,  // 2: skiprange.overlay.Lookup.origin:type_name -> skiprange.overlay.NodeRef
+	8,  // 3: skiprange.overlay.Lookup.route:type_name -> skiprange.overlay.Route
 	0,  // 4: skiprange.overlay.Lookup.op:type_name -> skiprange.overlay.Op
-	5,  // 5: skiprange.overlay.LookupReply.owner:type_name -> skiprange.overlay.NodeRef
+	6,  // 5: skiprange.overlay.LookupReply.owner:type_name -> skiprange.overlay.NodeRef
 	1,  // 6: skiprange.overlay.LookupReply.status:type_name -> skiprange.overlay.Status
-	5,  // 7: skiprange.overlay.RangeQuery.origin:type_name -> skiprange.overlay.NodeRef
-	7,  // 8: skiprange.overlay.RangeQuery.route:type_name -> skiprange.overlay.Route
-	6,  // 9: skiprange.overlay.RangeQuery.items:type_name -> skiprange.overlay.Item
+	6,  // 7: skiprange.overlay.RangeQuery.origin:type_name -> skiprange.overlay.NodeRef
+	8,  // 8: skiprange.overlay.RangeQuery.route:type_name -> skiprange.overlay.Route
+	7,  // 9: skiprange.overlay.RangeQuery.items:type_name -> skiprange.overlay.Item
 	1,  // 10: skiprange.overlay.RangeReply.status:type_name -> skiprange.overlay.Status
-	6,  // 11: skiprange.overlay.RangeReply.items:type_name -> skiprange.overlay.Item
-	5,  // 12: skiprange.overlay.BatchPut.origin:type_name -> skiprange.overlay.NodeRef
-	7,  // 13: skiprange.overlay.BatchPut.route:type_name -> skiprange.overlay.Route
-	6,  // 14: skiprange.overlay.BatchPut.items:type_name -> skiprange.overlay.Item
+	7,  // 11: skiprange.overlay.RangeReply.items:type_name -> skiprange.overlay.Item
+	6,  // 12: skiprange.overlay.BatchPut.origin:type_name -> skiprange.overlay.NodeRef
+	8,  // 13: skiprange.overlay.BatchPut.route:type_name -> skiprange.overlay.Route
+	7,  // 14: skiprange.overlay.BatchPut.items:type_name -> skiprange.overlay.Item
 	1,  // 15: skiprange.overlay.BatchPutReply.status:type_name -> skiprange.overlay.Status
-	5,  // 16: skiprange.overlay.JoinRequest.joiner:type_name -> skiprange.overlay.NodeRef
-	7,  // 17: skiprange.overlay.JoinRequest.route:type_name -> skiprange.overlay.Route
+	6,  // 16: skiprange.overlay.JoinRequest.joiner:type_name -> skiprange.overlay.NodeRef
+	8,  // 17: skiprange.overlay.JoinRequest.route:type_name -> skiprange.overlay.Route
 	2,  // 18: skiprange.overlay.Handoff.kind:type_name -> skiprange.overlay.HandoffKind
-	6,  // 19: skiprange.overlay.Handoff.items:type_name -> skiprange.overlay.Item
-	5,  // 20: skiprange.overlay.Handoff.succ:type_name -> skiprange.overlay.NodeRef
-	5,  // 21: skiprange.overlay.Handoff.succ_list:type_name -> skiprange.overlay.NodeRef
-	9,  // 22: skiprange.overlay.Handoff.lost:type_name -> skiprange.overlay.KeyRange
-	5,  // 23: skiprange.overlay.Handoff.pred:type_name -> skiprange.overlay.NodeRef
-	21, // 24: skiprange.overlay.HandoffCommit.loads:type_name -> skiprange.overlay.KeyLoad
+	7,  // 19: skiprange.overlay.Handoff.items:type_name -> skiprange.overlay.Item
+	6,  // 20: skiprange.overlay.Handoff.succ:type_name -> skiprange.overlay.NodeRef
+	6,  // 21: skiprange.overlay.Handoff.succ_list:type_name -> skiprange.overlay.NodeRef
+	10, // 22: skiprange.overlay.Handoff.lost:type_name -> skiprange.overlay.KeyRange
+	6,  // 23: skiprange.overlay.Handoff.pred:type_name -> skiprange.overlay.NodeRef
+	22, // 24: skiprange.overlay.HandoffCommit.loads:type_name -> skiprange.overlay.KeyLoad
 	3,  // 25: skiprange.overlay.NeighborUpdate.side:type_name -> skiprange.overlay.Side
-	5,  // 26: skiprange.overlay.NeighborUpdate.node:type_name -> skiprange.overlay.NodeRef
-	5,  // 27: skiprange.overlay.LevelScan.origin:type_name -> skiprange.overlay.NodeRef
+	6,  // 26: skiprange.overlay.NeighborUpdate.node:type_name -> skiprange.overlay.NodeRef
+	6,  // 27: skiprange.overlay.LevelScan.origin:type_name -> skiprange.overlay.NodeRef
 	3,  // 28: skiprange.overlay.LevelScan.side:type_name -> skiprange.overlay.Side
 	3,  // 29: skiprange.overlay.LevelFound.side:type_name -> skiprange.overlay.Side
-	5,  // 30: skiprange.overlay.LevelFound.node:type_name -> skiprange.overlay.NodeRef
-	5,  // 31: skiprange.overlay.LevelFound.other:type_name -> skiprange.overlay.NodeRef
-	5,  // 32: skiprange.overlay.Pong.pred:type_name -> skiprange.overlay.NodeRef
-	5,  // 33: skiprange.overlay.Pong.succ:type_name -> skiprange.overlay.NodeRef
-	5,  // 34: skiprange.overlay.Pong.succ_list:type_name -> skiprange.overlay.NodeRef
-	5,  // 35: skiprange.overlay.Pong.preds:type_name -> skiprange.overlay.NodeRef
-	5,  // 36: skiprange.overlay.Pong.succs:type_name -> skiprange.overlay.NodeRef
-	5,  // 37: skiprange.overlay.Envelope.from:type_name -> skiprange.overlay.NodeRef
+	6,  // 30: skiprange.overlay.LevelFound.node:type_name -> skiprange.overlay.NodeRef
+	6,  // 31: skiprange.overlay.LevelFound.other:type_name -> skiprange.overlay.NodeRef
+	6,  // 32: skiprange.overlay.Pong.pred:type_name -> skiprange.overlay.NodeRef
+	6,  // 33: skiprange.overlay.Pong.succ:type_name -> skiprange.overlay.NodeRef
+	6,  // 34: skiprange.overlay.Pong.succ_list:type_name -> skiprange.overlay.NodeRef
+	6,  // 35: skiprange.overlay.Pong.preds:type_name -> skiprange.overlay.NodeRef
+	6,  // 36: skiprange.overlay.Pong.succs:type_name -> skiprange.overlay.NodeRef
+	6,  // 37: skiprange.overlay.Envelope.from:type_name -> skiprange.overlay.NodeRef
 	4,  // 38: skiprange.overlay.Envelope.cause:type_name -> skiprange.overlay.Cause
-	10, // 39: skiprange.overlay.Envelope.lookup:type_name -> skiprange.overlay.Lookup
-	11, // 40: skiprange.overlay.Envelope.lookup_reply:type_name -> skiprange.overlay.LookupReply
-	12, // 41: skiprange.overlay.Envelope.range_query:type_name -> skiprange.overlay.RangeQuery
-	13, // 42: skiprange.overlay.Envelope.range_reply:type_name -> skiprange.overlay.RangeReply
-	14, // 43: skiprange.overlay.Envelope.batch_put:type_name -> skiprange.overlay.BatchPut
-	15, // 44: skiprange.overlay.Envelope.batch_put_reply:type_name -> skiprange.overlay.BatchPutReply
-	16, // 45: skiprange.overlay.Envelope.join_request:type_name -> skiprange.overlay.JoinRequest
-	17, // 46: skiprange.overlay.Envelope.join_refused:type_name -> skiprange.overlay.JoinRefused
-	18, // 47: skiprange.overlay.Envelope.handoff:type_name -> skiprange.overlay.Handoff
-	19, // 48: skiprange.overlay.Envelope.handoff_ack:type_name -> skiprange.overlay.HandoffAck
-	20, // 49: skiprange.overlay.Envelope.handoff_commit:type_name -> skiprange.overlay.HandoffCommit
-	23, // 50: skiprange.overlay.Envelope.handoff_abort:type_name -> skiprange.overlay.HandoffAbort
-	22, // 51: skiprange.overlay.Envelope.handoff_commit_ack:type_name -> skiprange.overlay.HandoffCommitAck
-	24, // 52: skiprange.overlay.Envelope.neighbor_update:type_name -> skiprange.overlay.NeighborUpdate
-	25, // 53: skiprange.overlay.Envelope.level_scan:type_name -> skiprange.overlay.LevelScan
-	26, // 54: skiprange.overlay.Envelope.level_found:type_name -> skiprange.overlay.LevelFound
-	27, // 55: skiprange.overlay.Envelope.ping:type_name -> skiprange.overlay.Ping
-	28, // 56: skiprange.overlay.Envelope.pong:type_name -> skiprange.overlay.Pong
-	30, // 57: skiprange.overlay.Envelope.balance:type_name -> skiprange.overlay.Balance
-	31, // 58: skiprange.overlay.Balance.lock:type_name -> skiprange.overlay.LockRequest
-	32, // 59: skiprange.overlay.Balance.lock_refused:type_name -> skiprange.overlay.LockRefused
-	33, // 60: skiprange.overlay.Balance.release:type_name -> skiprange.overlay.Release
-	34, // 61: skiprange.overlay.Balance.nix_turn:type_name -> skiprange.overlay.NixTurn
-	35, // 62: skiprange.overlay.Balance.remote_lock:type_name -> skiprange.overlay.RemoteLock
-	36, // 63: skiprange.overlay.Balance.remote_reply:type_name -> skiprange.overlay.RemoteReply
-	37, // 64: skiprange.overlay.Balance.mig_order:type_name -> skiprange.overlay.MigOrder
-	38, // 65: skiprange.overlay.Balance.mig_done:type_name -> skiprange.overlay.MigDone
-	39, // 66: skiprange.overlay.Balance.wave_done:type_name -> skiprange.overlay.WaveDone
-	40, // 67: skiprange.overlay.Balance.probe:type_name -> skiprange.overlay.Probe
-	41, // 68: skiprange.overlay.Balance.probe_reply:type_name -> skiprange.overlay.ProbeReply
-	42, // 69: skiprange.overlay.Balance.ib_offer:type_name -> skiprange.overlay.IBOffer
-	43, // 70: skiprange.overlay.Balance.ib_nix:type_name -> skiprange.overlay.IBNix
+	11, // 39: skiprange.overlay.Envelope.lookup:type_name -> skiprange.overlay.Lookup
+	12, // 40: skiprange.overlay.Envelope.lookup_reply:type_name -> skiprange.overlay.LookupReply
+	13, // 41: skiprange.overlay.Envelope.range_query:type_name -> skiprange.overlay.RangeQuery
+	14, // 42: skiprange.overlay.Envelope.range_reply:type_name -> skiprange.overlay.RangeReply
+	15, // 43: skiprange.overlay.Envelope.batch_put:type_name -> skiprange.overlay.BatchPut
+	16, // 44: skiprange.overlay.Envelope.batch_put_reply:type_name -> skiprange.overlay.BatchPutReply
+	17, // 45: skiprange.overlay.Envelope.join_request:type_name -> skiprange.overlay.JoinRequest
+	18, // 46: skiprange.overlay.Envelope.join_refused:type_name -> skiprange.overlay.JoinRefused
+	19, // 47: skiprange.overlay.Envelope.handoff:type_name -> skiprange.overlay.Handoff
+	20, // 48: skiprange.overlay.Envelope.handoff_ack:type_name -> skiprange.overlay.HandoffAck
+	21, // 49: skiprange.overlay.Envelope.handoff_commit:type_name -> skiprange.overlay.HandoffCommit
+	24, // 50: skiprange.overlay.Envelope.handoff_abort:type_name -> skiprange.overlay.HandoffAbort
+	23, // 51: skiprange.overlay.Envelope.handoff_commit_ack:type_name -> skiprange.overlay.HandoffCommitAck
+	25, // 52: skiprange.overlay.Envelope.neighbor_update:type_name -> skiprange.overlay.NeighborUpdate
+	26, // 53: skiprange.overlay.Envelope.level_scan:type_name -> skiprange.overlay.LevelScan
+	27, // 54: skiprange.overlay.Envelope.level_found:type_name -> skiprange.overlay.LevelFound
+	28, // 55: skiprange.overlay.Envelope.ping:type_name -> skiprange.overlay.Ping
+	29, // 56: skiprange.overlay.Envelope.pong:type_name -> skiprange.overlay.Pong
+	31, // 57: skiprange.overlay.Envelope.balance:type_name -> skiprange.overlay.Balance
+	32, // 58: skiprange.overlay.Balance.lock:type_name -> skiprange.overlay.LockRequest
+	33, // 59: skiprange.overlay.Balance.lock_refused:type_name -> skiprange.overlay.LockRefused
+	34, // 60: skiprange.overlay.Balance.release:type_name -> skiprange.overlay.Release
+	35, // 61: skiprange.overlay.Balance.nix_turn:type_name -> skiprange.overlay.NixTurn
+	36, // 62: skiprange.overlay.Balance.remote_lock:type_name -> skiprange.overlay.RemoteLock
+	37, // 63: skiprange.overlay.Balance.remote_reply:type_name -> skiprange.overlay.RemoteReply
+	38, // 64: skiprange.overlay.Balance.mig_order:type_name -> skiprange.overlay.MigOrder
+	39, // 65: skiprange.overlay.Balance.mig_done:type_name -> skiprange.overlay.MigDone
+	40, // 66: skiprange.overlay.Balance.wave_done:type_name -> skiprange.overlay.WaveDone
+	41, // 67: skiprange.overlay.Balance.probe:type_name -> skiprange.overlay.Probe
+	42, // 68: skiprange.overlay.Balance.probe_reply:type_name -> skiprange.overlay.ProbeReply
+	43, // 69: skiprange.overlay.Balance.ib_offer:type_name -> skiprange.overlay.IBOffer
+	44, // 70: skiprange.overlay.Balance.ib_nix:type_name -> skiprange.overlay.IBNix
 	3,  // 71: skiprange.overlay.LockRequest.dir:type_name -> skiprange.overlay.Side
-	5,  // 72: skiprange.overlay.LockRequest.chain:type_name -> skiprange.overlay.NodeRef
+	6,  // 72: skiprange.overlay.LockRequest.chain:type_name -> skiprange.overlay.NodeRef
 	3,  // 73: skiprange.overlay.Release.dir:type_name -> skiprange.overlay.Side
 	3,  // 74: skiprange.overlay.NixTurn.dir:type_name -> skiprange.overlay.Side
-	5,  // 75: skiprange.overlay.NixTurn.chain:type_name -> skiprange.overlay.NodeRef
-	5,  // 76: skiprange.overlay.RemoteLock.end:type_name -> skiprange.overlay.NodeRef
-	5,  // 77: skiprange.overlay.RemoteLock.migrants:type_name -> skiprange.overlay.NodeRef
-	5,  // 78: skiprange.overlay.RemoteLock.m:type_name -> skiprange.overlay.NodeRef
-	5,  // 79: skiprange.overlay.RemoteReply.m:type_name -> skiprange.overlay.NodeRef
-	5,  // 80: skiprange.overlay.RemoteReply.migrants:type_name -> skiprange.overlay.NodeRef
-	5,  // 81: skiprange.overlay.MigOrder.target:type_name -> skiprange.overlay.NodeRef
+	6,  // 75: skiprange.overlay.NixTurn.chain:type_name -> skiprange.overlay.NodeRef
+	6,  // 76: skiprange.overlay.RemoteLock.end:type_name -> skiprange.overlay.NodeRef
+	6,  // 77: skiprange.overlay.RemoteLock.migrants:type_name -> skiprange.overlay.NodeRef
+	6,  // 78: skiprange.overlay.RemoteLock.m:type_name -> skiprange.overlay.NodeRef
+	6,  // 79: skiprange.overlay.RemoteReply.m:type_name -> skiprange.overlay.NodeRef
+	6,  // 80: skiprange.overlay.RemoteReply.migrants:type_name -> skiprange.overlay.NodeRef
+	6,  // 81: skiprange.overlay.MigOrder.target:type_name -> skiprange.overlay.NodeRef
 	3,  // 82: skiprange.overlay.WaveDone.dir:type_name -> skiprange.overlay.Side
-	5,  // 83: skiprange.overlay.ProbeReply.next:type_name -> skiprange.overlay.NodeRef
-	5,  // 84: skiprange.overlay.IBOffer.heavy:type_name -> skiprange.overlay.NodeRef
-	85, // [85:85] is the sub-list for method output_type
-	85, // [85:85] is the sub-list for method input_type
-	85, // [85:85] is the sub-list for extension type_name
-	85, // [85:85] is the sub-list for extension extendee
-	0,  // [0:85] is the sub-list for field type_name
+	6,  // 83: skiprange.overlay.ProbeReply.next:type_name -> skiprange.overlay.NodeRef
+	6,  // 84: skiprange.overlay.IBOffer.heavy:type_name -> skiprange.overlay.NodeRef
+	5,  // 85: skiprange.overlay.IBOffer.step:type_name -> skiprange.overlay.IBStep
+	86, // [86:86] is the sub-list for method output_type
+	86, // [86:86] is the sub-list for method input_type
+	86, // [86:86] is the sub-list for extension type_name
+	86, // [86:86] is the sub-list for extension extendee
+	0,  // [0:86] is the sub-list for field type_name
 }
 
 func init() { file_overlay_pb_overlay_proto_init() }
@@ -4057,7 +4130,7 @@ func file_overlay_pb_overlay_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_overlay_pb_overlay_proto_rawDesc), len(file_overlay_pb_overlay_proto_rawDesc)),
-			NumEnums:      5,
+			NumEnums:      6,
 			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   0,

@@ -1,0 +1,142 @@
+package nixmig
+
+import (
+	"fmt"
+	"time"
+)
+
+// Algorithm names the balancing decision logic (SPEC §6, §10).
+type Algorithm uint8
+
+const (
+	// None: loads are tracked, nothing is balanced.
+	None Algorithm = iota
+	// NIXMIG: local wave, remote wave, NIX chain and MIG phase.
+	NIXMIG
+	// NIXOnly: local wave and NIX chain, never a remote wave.
+	NIXOnly
+	// MIGOnly: no local wave; a remote wave sized from the initiator's load and a MIG chain.
+	MIGOnly
+	// ItemBalancing: Karger and Ruhl's item balancing (thesis §4.6.2).
+	ItemBalancing
+)
+
+var algorithmNames = [...]string{"none", "nixmig", "nix", "mig", "ib"}
+
+func (a Algorithm) String() string {
+	if int(a) < len(algorithmNames) {
+		return algorithmNames[a]
+	}
+	return fmt.Sprintf("algorithm(%d)", a)
+}
+
+// ParseAlgorithm reads an algorithm name: none, nixmig, nix, mig or ib.
+func ParseAlgorithm(s string) (Algorithm, error) {
+	for i, name := range algorithmNames {
+		if s == name {
+			return Algorithm(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown algorithm %q (want one of none, nixmig, nix, mig, ib)", s)
+}
+
+// Placement is how SmartRNP picks the side of the target a migrant joins (SPEC §7.2).
+type Placement uint8
+
+const (
+	// PlaceSmart: the side whose piece carrying the load has fewer keys.
+	PlaceSmart Placement = iota
+	// PlaceRandom: a coin toss.
+	PlaceRandom
+	// PlaceAdversarial: the side with more keys (an experiment's worst case).
+	PlaceAdversarial
+)
+
+// Config holds a node's balancing parameters (SPEC §9). Times are in the runtime's clock: one
+// hop is one second in the simulator.
+type Config struct {
+	Algorithm Algorithm
+	// Thres: the node is overloaded when its load exceeds it. OverThres: above it only the
+	// share A of the excess moves in one NIX. TTL: most nodes a local wave reserves.
+	Thres, OverThres, A float64
+	TTL                 int
+	// Window and Slots: the load tracker's sliding window and its resolution.
+	Window time.Duration
+	Slots  int
+	// CheckInterval: how often an idle node compares its load with Thres.
+	CheckInterval time.Duration
+	// Lease: how long a lock holds without renewal (SPEC §3).
+	Lease time.Duration
+	// HopTime: one back-off slot (SPEC §6.5).
+	HopTime time.Duration
+	// SmartUNL: look for underloaded nodes in the hint cache before probing; otherwise probe
+	// only. UNLHints: hints per routed message; UNLCache: hints a node keeps.
+	SmartUNL bool
+	UNLHints int
+	UNLCache int
+	// MaxProbes bounds the random probes of one search for an underloaded node.
+	MaxProbes int
+	// Placement: SmartRNP's side choice.
+	Placement Placement
+	// FaithfulExNodes: exNodes = ⌊tmpL/thres − 1⌋ as in the thesis, instead of ⌈tmpL/thres⌉ − 1.
+	// FaithfulMigShare: each migrant takes tmpL_E/rNodes instead of tmpL_E/(rNodes+1).
+	FaithfulExNodes  bool
+	FaithfulMigShare bool
+	// IBInterval and IBEpsilon: Item Balancing's probe period and lightness ratio.
+	IBInterval time.Duration
+	IBEpsilon  float64
+	// DirectionHalfLife: the half-life of the per-side averages of lock requests received.
+	DirectionHalfLife time.Duration
+}
+
+// DefaultConfig returns the thesis's experiment parameters (SPEC §9) with our defaults where
+// SPEC names a faithful variant.
+func DefaultConfig() Config {
+	return Config{
+		Algorithm:         NIXMIG,
+		Thres:             60,
+		OverThres:         400,
+		A:                 0.5,
+		TTL:               5,
+		Window:            700 * time.Second,
+		Slots:             14,
+		CheckInterval:     time.Second,
+		Lease:             40 * time.Second,
+		HopTime:           time.Second,
+		SmartUNL:          true,
+		UNLHints:          5,
+		UNLCache:          32,
+		MaxProbes:         10,
+		Placement:         PlaceSmart,
+		IBInterval:        10 * time.Second,
+		IBEpsilon:         0.25,
+		DirectionHalfLife: 60 * time.Second,
+	}
+}
+
+// Validate reports the first unusable parameter.
+func (c Config) Validate() error {
+	switch {
+	case c.Algorithm > ItemBalancing:
+		return fmt.Errorf("unknown algorithm %d", c.Algorithm)
+	case !(c.Thres > 0):
+		return fmt.Errorf("thres must be positive, got %v", c.Thres)
+	case !(c.OverThres > c.Thres):
+		return fmt.Errorf("overThres (%v) must exceed thres (%v)", c.OverThres, c.Thres)
+	case !(c.A > 0 && c.A <= 1):
+		return fmt.Errorf("a must lie in (0, 1], got %v", c.A)
+	case c.TTL < 1:
+		return fmt.Errorf("ttl must be at least 1, got %d", c.TTL)
+	case c.Window <= 0 || c.Slots < 1 || c.Window/time.Duration(c.Slots) <= 0:
+		return fmt.Errorf("load window %v with %d slots is unusable", c.Window, c.Slots)
+	case c.CheckInterval <= 0 || c.Lease <= 0 || c.HopTime <= 0 || c.IBInterval <= 0 || c.DirectionHalfLife <= 0:
+		return fmt.Errorf("check interval, lease, hop time, IB interval and direction half-life must be positive")
+	case c.UNLHints < 0 || c.UNLCache < 0 || c.MaxProbes < 0:
+		return fmt.Errorf("UNL hints, cache size and probes must not be negative")
+	case c.Placement > PlaceAdversarial:
+		return fmt.Errorf("unknown placement %d", c.Placement)
+	case !(c.IBEpsilon > 0 && c.IBEpsilon < 1):
+		return fmt.Errorf("IB epsilon must lie in (0, 1), got %v", c.IBEpsilon)
+	}
+	return nil
+}

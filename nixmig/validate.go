@@ -1,0 +1,105 @@
+package nixmig
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/skiprange/skiprange/overlay/pb"
+)
+
+// maxChain bounds the node lists a balancing message may carry.
+const maxChain = 64
+
+// Validate checks a balancing message's fields before Handle may see it: invalid messages are
+// rejected and counted by the caller, never acted on.
+func Validate(m *pb.Balance) error {
+	if m == nil || m.Op == nil {
+		return errors.New("empty balancing message")
+	}
+	if m.Wave == 0 {
+		return errors.New("balancing message without wave")
+	}
+	refs := func(rs []*pb.NodeRef) error {
+		if len(rs) > maxChain {
+			return fmt.Errorf("%d nodes over the limit of %d", len(rs), maxChain)
+		}
+		for _, r := range rs {
+			if r == nil || len(r.Id) == 0 {
+				return errors.New("missing node reference")
+			}
+		}
+		return nil
+	}
+	finite := func(vs ...float64) error {
+		for _, v := range vs {
+			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+				return fmt.Errorf("load value %v is not a finite non-negative number", v)
+			}
+		}
+		return nil
+	}
+	side := func(s pb.Side) error {
+		if s != pb.Side_SIDE_PRED && s != pb.Side_SIDE_SUCC {
+			return fmt.Errorf("unknown side %v", s)
+		}
+		return nil
+	}
+	switch op := m.Op.(type) {
+	case *pb.Balance_Lock:
+		r := op.Lock
+		if len(r.Chain) == 0 {
+			return errors.New("lock request without chain")
+		}
+		return errors.Join(side(r.Dir), refs(r.Chain), finite(r.TmpLoad, r.Thres, r.OverThres))
+	case *pb.Balance_NixTurn:
+		t := op.NixTurn
+		if len(t.Chain) == 0 || int(t.Index) >= len(t.Chain) {
+			return errors.New("nix turn index outside its chain")
+		}
+		return errors.Join(side(t.Dir), refs(t.Chain))
+	case *pb.Balance_RemoteLock:
+		r := op.RemoteLock
+		if r.End == nil || len(r.End.Id) == 0 {
+			return errors.New("remote lock without end node")
+		}
+		if r.Want > maxChain {
+			return fmt.Errorf("remote lock wants %d nodes", r.Want)
+		}
+		var m []*pb.NodeRef
+		if r.M != nil {
+			m = append(m, r.M)
+		}
+		return errors.Join(refs(r.Migrants), refs(m), finite(r.AccLoad, r.MThres))
+	case *pb.Balance_RemoteReply:
+		var m []*pb.NodeRef
+		if op.RemoteReply.M != nil {
+			m = append(m, op.RemoteReply.M)
+		}
+		return errors.Join(refs(op.RemoteReply.Migrants), refs(m))
+	case *pb.Balance_MigOrder:
+		if op.MigOrder.Target == nil || len(op.MigOrder.Target.Id) == 0 {
+			return errors.New("migration order without target")
+		}
+	case *pb.Balance_Probe:
+		return finite(op.Probe.Load)
+	case *pb.Balance_ProbeReply:
+		r := op.ProbeReply
+		if r.Next != nil && len(r.Next.Id) == 0 {
+			return errors.New("probe reply names an empty node")
+		}
+		return finite(r.Load, r.Thres)
+	case *pb.Balance_IbOffer:
+		o := op.IbOffer
+		if o.Heavy == nil || len(o.Heavy.Id) == 0 {
+			return errors.New("offer without heavy node")
+		}
+		if o.Step < pb.IBStep_IB_LIGHT || o.Step > pb.IBStep_IB_PLACE {
+			return fmt.Errorf("unknown offer step %v", o.Step)
+		}
+		return finite(o.HeavyLoad, o.LightLoad)
+	case *pb.Balance_IbNix:
+		return finite(op.IbNix.Load)
+	}
+	return nil
+}
