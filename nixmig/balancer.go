@@ -163,6 +163,10 @@ func (b *Balancer) Start() {
 	}
 }
 
+// Stop ends the periodic checks and probes: the node starts no more balancing operations
+// (those under way finish or their leases run out).
+func (b *Balancer) Stop() { b.running = false }
+
 // HandleTimer processes a timer this package set.
 func (b *Balancer) HandleTimer(t overlay.Timer) {
 	switch t.Kind {
@@ -325,6 +329,9 @@ func (b *Balancer) Handle(from overlay.Peer, m *pb.Balance) {
 // --- the initiator ---
 
 func (b *Balancer) onCheck() {
+	if !b.running {
+		return
+	}
 	b.env.SetTimer(b.cfg.CheckInterval, overlay.Timer{Kind: timerCheck})
 	b.checks++
 	now := b.env.Now()
@@ -926,8 +933,8 @@ func (b *Balancer) finishEnd(e *endState, ok bool) {
 
 // abortEnd gives up a wave at its end node: everyone still reserved goes free.
 func (b *Balancer) abortEnd(e *endState, reason string) {
-	for _, p := range e.chain[1 : len(e.chain)-1] {
-		b.send(p.ID, e.wave, &pb.Release{Reason: reason})
+	for i := 1; i < len(e.chain)-1; i++ {
+		b.send(e.chain[i].ID, e.wave, &pb.Release{Reason: reason})
 	}
 	if e.migrants == nil {
 		e.migrants = []overlay.Peer{}

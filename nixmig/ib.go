@@ -18,6 +18,9 @@ type ibState struct {
 }
 
 func (b *Balancer) onIBTimer() {
+	if !b.running {
+		return
+	}
 	b.env.SetTimer(b.cfg.IBInterval, overlay.Timer{Kind: timerIB})
 	if !b.idle() {
 		return

@@ -1,0 +1,407 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"time"
+
+	"github.com/skiprange/skiprange/node"
+	"github.com/skiprange/skiprange/overlay"
+	"github.com/skiprange/skiprange/overlay/pb"
+	"github.com/skiprange/skiprange/testnet/workload"
+)
+
+// BalanceParams describes one balancing experiment (SPEC §11–§12): an overlay of Nodes nodes
+// holding Keys keys (100 per node in the thesis), built by joins at evenly spaced positions,
+// then queried by a workload with Poisson arrivals; the balancers start when the warm-up ends.
+type BalanceParams struct {
+	Nodes int
+	Keys  int
+	Seed  uint64
+	// Workload draws integer range queries over keys 0..Keys-1; or Words (with PrefixLen)
+	// gives word keys and prefix queries.
+	Workload  workload.Workload
+	Words     *workload.Words
+	PrefixLen int
+	// Rate is the number of queries per second.
+	Rate float64
+	// Duration bounds the run; Warmup is when the balancers start.
+	Duration, Warmup time.Duration
+	// StopAfter ends the run this long after every node got under its thres (0: run Duration).
+	StopAfter time.Duration
+	// Sample is the period of the metric series.
+	Sample time.Duration
+	// SnapshotsAt are the instants (from the start) at which per-node loads are recorded.
+	SnapshotsAt []time.Duration
+	// CrashFraction of the nodes crash CrashAfter the warm-up (the faults experiment).
+	CrashFraction float64
+	CrashAfter    time.Duration
+	Net           Config
+}
+
+// Sample is one point of the metric series of a balancing run.
+type Sample struct {
+	T          float64 `json:"t"`
+	Gini       float64 `json:"gini"`
+	Overloaded int     `json:"overloaded"`
+	MaxLoad    float64 `json:"max_load"`
+	MeanLoad   float64 `json:"mean_load"`
+	MsgsPerSec float64 `json:"messages_per_s"`
+	KeysPerSec float64 `json:"keys_per_s"`
+}
+
+// Snapshot is every node's load at one instant, by the position of its range start.
+type Snapshot struct {
+	T     float64   `json:"t"`
+	Start []float64 `json:"start"`
+	Load  []float64 `json:"load"`
+}
+
+// BalanceResult is what a balancing run measured (SPEC §11).
+type BalanceResult struct {
+	Algorithm string `json:"algorithm"`
+	Seed      uint64 `json:"seed"`
+	// Completed: every node got under its thres; CompletionTime counts from the warm-up's end.
+	Completed      bool    `json:"completed"`
+	CompletionTime float64 `json:"completion_s"`
+	// Messages: balancing traffic; QueryMessages: query routing, reported apart.
+	Messages      uint64  `json:"messages"`
+	QueryMessages uint64  `json:"query_messages"`
+	Items         int     `json:"items_moved"`
+	NIX           int     `json:"nix"`
+	MIG           int     `json:"mig"`
+	MigNix        float64 `json:"mig_nix_ratio"`
+	Probes        int     `json:"probes"`
+	UNLHits       int     `json:"unl_hits"`
+	RemoteTries   int     `json:"remote_tries"`
+	RemoteOK      int     `json:"remote_accepted"`
+	WavesStarted  int     `json:"waves_started"`
+	WavesOK       int     `json:"waves_ok"`
+	WavesFailed   int     `json:"waves_failed"`
+	LowerBound    int     `json:"lower_bound_items"`
+	// Overloaded and the Gini coefficient and max/mean load at the warm-up's end and the run's end.
+	OverloadedStart int     `json:"overloaded_start"`
+	OverloadedEnd   int     `json:"overloaded_end"`
+	GiniStart       float64 `json:"gini_start"`
+	GiniEnd         float64 `json:"gini_end"`
+	MaxMeanStart    float64 `json:"max_mean_start"`
+	MaxMeanEnd      float64 `json:"max_mean_end"`
+	Feasibility     string  `json:"feasibility"`
+	Queries         int     `json:"queries"`
+	QueriesFailed   int     `json:"queries_failed"`
+	Crashed         int     `json:"crashed"`
+	// Check is "ok" when the invariants held at the end, every lock was released and every item
+	// not lost to a crash was readable where it belongs.
+	Check     string     `json:"check"`
+	Series    []Sample   `json:"series"`
+	Snapshots []Snapshot `json:"snapshots"`
+	Wall      float64    `json:"wall_s"`
+}
+
+// Validate reports the first unusable parameter.
+func (p BalanceParams) Validate() error {
+	switch {
+	case p.Nodes < 2:
+		return fmt.Errorf("--nodes must be at least 2 (got %d)", p.Nodes)
+	case p.Workload == nil && p.Words == nil:
+		return fmt.Errorf("a workload is needed")
+	case p.Workload != nil && p.Keys < p.Nodes:
+		return fmt.Errorf("--keys must be at least --nodes (got %d keys for %d nodes)", p.Keys, p.Nodes)
+	case !(p.Rate > 0):
+		return fmt.Errorf("--rate must be positive (got %v)", p.Rate)
+	case p.Warmup < 0 || p.Duration <= p.Warmup:
+		return fmt.Errorf("--duration (%v) must exceed --warmup (%v)", p.Duration, p.Warmup)
+	case p.Sample <= 0:
+		return fmt.Errorf("--sample must be positive")
+	case p.CrashFraction < 0 || p.CrashFraction >= 1:
+		return fmt.Errorf("--crash must be a fraction in [0,1) (got %v)", p.CrashFraction)
+	}
+	if p.Workload != nil {
+		if err := p.Workload.Validate(); err != nil {
+			return fmt.Errorf("workload: %w", err)
+		}
+	}
+	return p.Net.Node.Balance.Validate()
+}
+
+// RunBalance runs one balancing experiment. progress, when not nil, hears the virtual time.
+func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if progress == nil {
+		progress = func(string, int, int) {}
+	}
+	wall := time.Now()
+	p.Net.Seed = p.Seed
+	h, err := NewHarness(p.Net)
+	if err != nil {
+		return nil, err
+	}
+	nw := h.Net
+	res := &BalanceResult{Algorithm: p.Net.Node.Balance.Algorithm.String(), Seed: p.Seed}
+	thres := p.Net.Node.Balance.Thres
+
+	// The items, and where node i starts: evenly spaced, so every node begins with Keys/Nodes.
+	var keys []overlay.Key
+	if p.Words != nil {
+		keys = p.Words.Keys()
+	} else {
+		keys = make([]overlay.Key, p.Keys)
+		for i := range keys {
+			keys[i] = overlay.Uint64Key(uint64(i))
+		}
+	}
+	if len(keys) < p.Nodes {
+		return nil, fmt.Errorf("%d keys cannot be spread over %d nodes", len(keys), p.Nodes)
+	}
+	position := func(k overlay.Key) float64 {
+		return float64(sort.Search(len(keys), func(i int) bool { return keys[i] >= k }))
+	}
+	if p.Workload != nil {
+		loads := p.Workload.KeyLoads(p.Rate, p.Warmup.Seconds())
+		res.Feasibility = workload.CheckFeasibility(loads, thres, p.Nodes).String()
+	} else {
+		res.Feasibility = workload.CheckFeasibility(p.Words.KeyLoads(p.Rate, p.PrefixLen), thres, p.Nodes).String()
+	}
+
+	err = h.Build(p.Nodes, 50*time.Millisecond, true,
+		func(i int) overlay.Key { return keys[i*len(keys)/p.Nodes] },
+		time.Duration(p.Nodes)*time.Second+1000*time.Second,
+		func(j int) { progress("build", j, p.Nodes-1) })
+	if err != nil {
+		return nil, fmt.Errorf("build: %w", err)
+	}
+	const batch = 1000
+	for lo := 0; lo < len(keys); lo += batch {
+		items := make([]overlay.Item, 0, batch)
+		for _, k := range keys[lo:min(lo+batch, len(keys))] {
+			items = append(items, overlay.Item{Key: k, Value: []byte("v")})
+			h.Expected[k] = "v"
+		}
+		h.Do(h.RandomOwner(), func(n *node.Node) uint64 { return n.PutBatch(items) }, func(r overlay.Result) {
+			if r.Status != pb.Status_STATUS_OK {
+				res.QueriesFailed++
+			}
+		})
+	}
+	nw.RunWhile(func() bool { return h.Pending() > 0 }, nw.Now()+100_000*time.Second)
+	// Let the levels settle before the clock of the experiment starts.
+	h.settle(2000*time.Second, func(int) {})
+
+	// The experiment: queries from t0 on, balancers from t0+Warmup.
+	t0 := nw.Now()
+	rng := rand.New(rand.NewPCG(p.Seed, 0x5eed))
+	arrivals, err := workload.NewArrivals(p.Rate)
+	if err != nil {
+		return nil, err
+	}
+	nextQuery := arrivals.Next(rng)
+	issue := func(now float64) {
+		var q workload.Query
+		if p.Words != nil {
+			q = p.Words.Query(rng, p.PrefixLen)
+		} else {
+			q = p.Workload.Next(rng, now)
+		}
+		res.Queries++
+		h.Do(h.RandomOwner(), func(n *node.Node) uint64 { return n.Scan(q.Start, q.End, q.Keys+16, 0) }, func(r overlay.Result) {
+			if r.Status != pb.Status_STATUS_OK {
+				res.QueriesFailed++
+			}
+		})
+	}
+	loadsNow := func() (loads []float64, overloaded int) {
+		for _, s := range nw.order {
+			if s.alive && s.node.Owns() {
+				l := s.node.Balancer.Load()
+				loads = append(loads, l)
+				if l >= s.node.Balancer.Config().Thres {
+					overloaded++
+				}
+			}
+		}
+		return loads, overloaded
+	}
+	itemsMoved := func() int {
+		total := 0
+		for _, s := range nw.order {
+			total += s.node.Stats.ItemsOut[pb.Cause_CAUSE_BALANCE]
+		}
+		return total
+	}
+	snapshot := func(t float64) {
+		var sn Snapshot
+		sn.T = t
+		for _, s := range nw.owners() {
+			sn.Start = append(sn.Start, position(s.node.Self().Start))
+			sn.Load = append(sn.Load, s.node.Balancer.Load())
+		}
+		res.Snapshots = append(res.Snapshots, sn)
+	}
+	snaps := append([]time.Duration(nil), p.SnapshotsAt...)
+	sort.Slice(snaps, func(i, j int) bool { return snaps[i] < snaps[j] })
+
+	var msgsBefore, queryBefore uint64
+	var itemsBefore, lastItems int
+	var lastMsgs uint64
+	started, crashed := false, false
+	end := t0 + p.Duration
+	for t := time.Duration(0); t0+t < end; t += time.Second {
+		sec := t.Seconds()
+		for nextQuery < sec+1 {
+			at := t0 + time.Duration(nextQuery*float64(time.Second))
+			qt := nextQuery
+			nw.At(at, func() { issue(qt) })
+			nextQuery += arrivals.Next(rng)
+		}
+		nw.RunUntil(t0 + t + time.Second)
+		now := t + time.Second
+		progress("run", int(now/time.Second), int(p.Duration/time.Second))
+		for len(snaps) > 0 && snaps[0] <= now {
+			snapshot(now.Seconds())
+			snaps = snaps[1:]
+		}
+		if !started && now >= p.Warmup {
+			started = true
+			for _, s := range nw.order {
+				s.node.Balancer.Start()
+			}
+			sent := nw.SentByCause()
+			msgsBefore, queryBefore, lastMsgs = sent[pb.Cause_CAUSE_BALANCE], sent[pb.Cause_CAUSE_CLIENT], sent[pb.Cause_CAUSE_BALANCE]
+			itemsBefore, lastItems = itemsMoved(), itemsMoved()
+			loads, over := loadsNow()
+			res.OverloadedStart, res.GiniStart, res.MaxMeanStart = over, workload.Gini(loads), maxMean(loads)
+			res.LowerBound = h.lowerBound()
+		}
+		if !started {
+			continue
+		}
+		if !crashed && p.CrashFraction > 0 && now >= p.Warmup+p.CrashAfter {
+			crashed = true
+			for _, id := range h.pick(int(p.CrashFraction * float64(p.Nodes))) {
+				if h.Crash(id) == nil {
+					res.Crashed++
+				}
+			}
+		}
+		loads, over := loadsNow()
+		if !res.Completed && over == 0 {
+			res.Completed, res.CompletionTime = true, (now - p.Warmup).Seconds()
+			if p.StopAfter > 0 && t0+now+p.StopAfter < end {
+				end = t0 + now + p.StopAfter
+			}
+		}
+		if int64(now)%int64(p.Sample) == 0 {
+			sent := nw.SentByCause()[pb.Cause_CAUSE_BALANCE]
+			items := itemsMoved()
+			per := p.Sample.Seconds()
+			res.Series = append(res.Series, Sample{
+				T: now.Seconds(), Gini: workload.Gini(loads), Overloaded: over, MaxLoad: maxOf(loads), MeanLoad: meanOf(loads),
+				MsgsPerSec: float64(sent-lastMsgs) / per, KeysPerSec: float64(items-lastItems) / per,
+			})
+			lastMsgs, lastItems = sent, items
+		}
+	}
+	snapshot((nw.Now() - t0).Seconds())
+	sent := nw.SentByCause()
+	res.Messages = sent[pb.Cause_CAUSE_BALANCE] - msgsBefore
+	res.QueryMessages = sent[pb.Cause_CAUSE_CLIENT] - queryBefore
+	res.Items = itemsMoved() - itemsBefore
+	loads, over := loadsNow()
+	res.OverloadedEnd, res.GiniEnd, res.MaxMeanEnd = over, workload.Gini(loads), maxMean(loads)
+	for _, s := range nw.order {
+		st := s.node.Balancer.Stats
+		res.NIX += st.NIX
+		res.MIG += st.MIG
+		res.Probes += st.Probes
+		res.UNLHits += st.UNLHits
+		res.RemoteTries += st.RemoteTries
+		res.RemoteOK += st.RemoteAccepted
+		res.WavesStarted += st.WavesStarted
+		res.WavesOK += st.WavesOK
+		res.WavesFailed += st.WavesFailed
+	}
+	if res.NIX > 0 {
+		res.MigNix = float64(res.MIG) / float64(res.NIX)
+	}
+
+	// Quiet: answers come back, leases run out, then the invariants and every lock are checked.
+	nw.RunWhile(func() bool { return h.Pending() > 0 }, nw.Now()+200*time.Second)
+	for _, s := range nw.order {
+		s.node.Balancer.Stop()
+	}
+	nw.RunFor(p.Net.Node.Balance.Lease * 8)
+	res.Check = h.checkBalanced()
+	res.Wall = time.Since(wall).Seconds()
+	return res, nil
+}
+
+// checkBalanced checks the invariants of SPEC §8 after a balancing run: ranges and rings, items,
+// and that no lock outlived its lease.
+func (h *Harness) checkBalanced() string {
+	var problems []string
+	if rep := h.Net.Check(); !rep.OK() {
+		problems = append(problems, rep.String())
+	}
+	if m, x, w := h.Net.CheckItems(h.Expected, h.Lost); m+x+w > 0 {
+		problems = append(problems, fmt.Sprintf("items: %d missing, %d unexpected, %d wrong", m, x, w))
+	}
+	locked := 0
+	for _, s := range h.Net.order {
+		if _, ok := s.node.Balancer.Locked(); ok && s.alive {
+			locked++
+		}
+	}
+	if locked > 0 {
+		problems = append(problems, fmt.Sprintf("%d nodes still locked", locked))
+	}
+	if len(problems) == 0 {
+		return "ok"
+	}
+	return fmt.Sprint(problems)
+}
+
+// lowerBound is SPEC §10's lower bound on moved items: for each overloaded node, its key count
+// minus the longest piece of its range with load under thres.
+func (h *Harness) lowerBound() int {
+	total := 0
+	now := h.Net.epoch.Add(h.Net.now)
+	for _, s := range h.Net.owners() {
+		b := s.node.Balancer
+		var loads []float64
+		_ = s.node.Store().Ascend(s.node.Range(), func(k overlay.Key, _ []byte) bool {
+			loads = append(loads, b.Tracker().KeyLoad(k, now))
+			return true
+		})
+		total += workload.LowerBoundMoves(loads, [][2]int{{0, len(loads)}}, b.Config().Thres)
+	}
+	return total
+}
+
+func maxOf(xs []float64) float64 {
+	m := 0.0
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	return m
+}
+
+func meanOf(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+func maxMean(xs []float64) float64 {
+	if m := meanOf(xs); m > 0 {
+		return maxOf(xs) / m
+	}
+	return 0
+}

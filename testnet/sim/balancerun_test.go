@@ -1,0 +1,50 @@
+package sim
+
+import (
+	"testing"
+	"time"
+
+	"github.com/skiprange/skiprange/nixmig"
+	"github.com/skiprange/skiprange/testnet/workload"
+)
+
+// smallBalance is a scaled-down thesis setting: 50 nodes with 100 keys each, mean load 50
+// against thres 60, a short load window.
+func smallBalance(alg nixmig.Algorithm, w workload.Workload, seed uint64) BalanceParams {
+	net := DefaultConfig()
+	net.Node.Balance.Algorithm = alg
+	net.Node.Balance.Window = 100 * time.Second
+	net.Node.Balance.Slots = 10
+	return BalanceParams{
+		Nodes: 50, Keys: 5000, Seed: seed, Workload: w, Rate: 25,
+		Duration: 1200 * time.Second, Warmup: 100 * time.Second, StopAfter: 50 * time.Second,
+		Sample: 10 * time.Second, Net: net,
+	}
+}
+
+func TestBalanceNIXMIGPulse(t *testing.T) {
+	w, err := workload.NewPulse(5000, 100, 0.10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, alg := range []nixmig.Algorithm{nixmig.NIXMIG, nixmig.NIXOnly, nixmig.MIGOnly, nixmig.ItemBalancing} {
+		t.Run(alg.String(), func(t *testing.T) {
+			res, err := RunBalance(smallBalance(alg, w, 1), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: completed %v in %.0f s, %d msgs, %d items (lower bound %d), nix %d mig %d, overloaded %d→%d, gini %.2f→%.2f, check %s, wall %.1fs",
+				alg, res.Completed, res.CompletionTime, res.Messages, res.Items, res.LowerBound, res.NIX, res.MIG,
+				res.OverloadedStart, res.OverloadedEnd, res.GiniStart, res.GiniEnd, res.Check, res.Wall)
+			if res.Check != "ok" {
+				t.Fatalf("invariants after balancing: %s", res.Check)
+			}
+			if res.OverloadedStart == 0 {
+				t.Fatalf("the pulse overloaded no node: the test does not test balancing")
+			}
+			if alg == nixmig.NIXMIG && !res.Completed {
+				t.Fatalf("NIXMIG did not bring every node under thres")
+			}
+		})
+	}
+}
