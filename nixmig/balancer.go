@@ -37,10 +37,10 @@ type Stats struct {
 type role uint8
 
 const (
-	roleChain    role = iota + 1 // reserved by a local wave (initiator included)
-	roleRemote                   // the underloaded node M of a remote wave
-	roleMigrant                  // a remote node reserved to migrate
-	roleIB                       // a party of an Item Balancing exchange
+	roleChain   role = iota + 1 // reserved by a local wave (initiator included)
+	roleRemote                  // the underloaded node M of a remote wave
+	roleMigrant                 // a remote node reserved to migrate
+	roleIB                      // a party of an Item Balancing exchange
 )
 
 // lockState is the node's one lock (SPEC §3).
