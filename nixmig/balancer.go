@@ -540,7 +540,7 @@ func (b *Balancer) onRelease(wave uint64, r *pb.Release) {
 // --- the end node: remote wave (SPEC §6.2) ---
 
 func (b *Balancer) beginEnd(wave uint64, dir pb.Side, chain []overlay.Peer, tmpL float64, ex int) {
-	e := &endState{wave: wave, dir: dir, chain: chain, tmpL: tmpL, exNodes: min(ex, b.cfg.TTL), probes: b.cfg.MaxProbes}
+	e := &endState{wave: wave, dir: dir, chain: chain, tmpL: tmpL, exNodes: min(ex, maxChain-1), probes: b.cfg.MaxProbes}
 	b.end = e
 	b.renew(wave, b.cfg.Lease)
 	if e.exNodes > 0 && b.cfg.Algorithm != NIXOnly {

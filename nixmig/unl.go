@@ -1,6 +1,7 @@
 package nixmig
 
 import (
+	"math"
 	"time"
 
 	"github.com/skiprange/skiprange/overlay"
@@ -16,52 +17,81 @@ type hint struct {
 }
 
 // hintCache is SmartUNL's bounded cache of underloaded nodes: newest report per node, the
-// oldest evicted when full, entries older than the load window ignored.
+// oldest evicted when full, entries older than the load window ignored. Hints are merged on
+// every hop of every query, so adding is cheap: a map lookup, and a scan of the small entry
+// array only when a fresher hint must evict the oldest.
 type hintCache struct {
-	size   int
-	maxAge time.Duration
-	byID   map[overlay.NodeID]*hint
+	size    int
+	maxAge  time.Duration
+	byID    map[overlay.NodeID]*hint
+	entries []*hint
+	oldest  int64 // the oldest entry's report time, valid when the cache is full
 }
 
 func (c *hintCache) init(size int, maxAge time.Duration) {
 	c.size, c.maxAge, c.byID = size, maxAge, map[overlay.NodeID]*hint{}
 }
 
-func (c *hintCache) add(h hint) {
+// add merges one reported hint (at in unix nanoseconds).
+func (c *hintCache) add(ref *pb.NodeRef, load, thres float64, at int64) {
 	if c.size == 0 {
 		return
 	}
-	if old := c.byID[h.peer.ID]; old != nil {
-		if h.at.After(old.at) {
-			*old = h
+	if old := c.byID[overlay.NodeID(ref.Id)]; old != nil {
+		if at > old.at.UnixNano() {
+			old.peer, old.load, old.thres, old.at = overlay.PeerFromPB(ref), load, thres, time.Unix(0, at)
 		}
 		return
 	}
-	if len(c.byID) >= c.size {
-		var oldest *hint
-		for _, e := range c.byID {
-			if oldest == nil || e.at.Before(oldest.at) {
-				oldest = e
-			}
-		}
-		if !h.at.After(oldest.at) {
-			return
-		}
-		delete(c.byID, oldest.peer.ID)
+	h := &hint{peer: overlay.PeerFromPB(ref), load: load, thres: thres, at: time.Unix(0, at)}
+	if len(c.entries) < c.size {
+		c.entries = append(c.entries, h)
+		c.byID[h.peer.ID] = h
+		c.refreshOldest()
+		return
 	}
-	c.byID[h.peer.ID] = &h
+	if at <= c.oldest {
+		return
+	}
+	for i, e := range c.entries {
+		if e.at.UnixNano() == c.oldest {
+			delete(c.byID, e.peer.ID)
+			c.entries[i] = h
+			c.byID[h.peer.ID] = h
+			break
+		}
+	}
+	c.refreshOldest()
+}
+
+func (c *hintCache) refreshOldest() {
+	c.oldest = math.MaxInt64
+	for _, e := range c.entries {
+		c.oldest = min(c.oldest, e.at.UnixNano())
+	}
+}
+
+func (c *hintCache) remove(id overlay.NodeID) {
+	delete(c.byID, id)
+	for i, e := range c.entries {
+		if e.peer.ID == id {
+			c.entries = append(c.entries[:i], c.entries[i+1:]...)
+			break
+		}
+	}
+	c.refreshOldest()
 }
 
 // best removes and returns the least loaded fresh entry (relative to its thres; the fresher on
 // a tie) that skip does not exclude.
 func (c *hintCache) best(now time.Time, skip func(overlay.NodeID) bool) (overlay.Peer, bool) {
 	var pick *hint
-	for id, e := range c.byID {
+	for _, e := range append([]*hint(nil), c.entries...) {
 		if now.Sub(e.at) > c.maxAge {
-			delete(c.byID, id)
+			c.remove(e.peer.ID)
 			continue
 		}
-		if skip(id) {
+		if skip(e.peer.ID) {
 			continue
 		}
 		if pick == nil || e.load/e.thres < pick.load/pick.thres ||
@@ -72,14 +102,14 @@ func (c *hintCache) best(now time.Time, skip func(overlay.NodeID) bool) (overlay
 	if pick == nil {
 		return overlay.Peer{}, false
 	}
-	delete(c.byID, pick.peer.ID)
+	c.remove(pick.peer.ID)
 	return pick.peer, true
 }
 
 // Relayed merges the load hints a routed client message carries into the cache and, when this
 // node is underloaded and idle, puts itself on the message (SPEC §7.1).
 func (b *Balancer) Relayed(r *pb.Route) {
-	if !b.cfg.SmartUNL || b.cfg.Algorithm == None {
+	if !b.cfg.SmartUNL || (b.cfg.Algorithm != NIXMIG && b.cfg.Algorithm != MIGOnly) {
 		return
 	}
 	self := b.sg.ID()
@@ -89,7 +119,7 @@ func (b *Balancer) Relayed(r *pb.Route) {
 			mine = i
 			continue
 		}
-		b.unl.add(hint{peer: overlay.PeerFromPB(h.Node), load: h.Load, thres: h.Thres, at: time.Unix(0, h.At)})
+		b.unl.add(h.Node, h.Load, h.Thres, h.At)
 	}
 	now := b.env.Now()
 	l := b.load.Load(now)
