@@ -16,8 +16,12 @@ Usage:
   skipsim <command> [flags]
 
 Commands:
-  overlay   build a circular skip graph by joins, load keys, run checked lookups and scans,
-            optionally make nodes leave or crash, and report hops, messages and repair time
+  overlay     build a circular skip graph by joins, load keys, run checked lookups and scans,
+              optionally make nodes leave or crash, and report hops, messages and repair time
+  balance     one load-balancing run (NIXMIG or a baseline) under a query workload: completion
+              time, messages, items moved, Gini before and after, invariant checks
+  experiment  a named series of balancing runs over seeds (the thesis's tables and figures):
+              a Markdown table on stdout, CSV and SVG files in --out
 
 Run 'skipsim <command> --help' for the flags of a command.
 The same seed gives the same run. Exit status: 0 success, 1 a wrong answer or a broken
@@ -51,6 +55,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "overlay":
 		err = runOverlay(args[1:], stdout, stderr)
+	case "balance":
+		err = runBalance(args[1:], stdout, stderr)
+	case "experiment":
+		err = runExperiment(args[1:], stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "skipsim: unknown command %q\n\n%s", args[0], usage)
 		return 2

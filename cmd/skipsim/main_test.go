@@ -121,24 +121,7 @@ func TestOverlayBadFlags(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			code, stdout, stderr := runCLI(t, append(append([]string(nil), base...), c.args...)...)
-			if code != 2 {
-				t.Errorf("exit %d, want 2; stderr:\n%s", code, stderr)
-			}
-			if stdout != "" {
-				t.Errorf("stdout not empty:\n%s", stdout)
-			}
-			for _, want := range c.want {
-				if !strings.Contains(stderr, want) {
-					t.Errorf("stderr lacks %q:\n%s", want, stderr)
-				}
-			}
-			if !strings.Contains(stderr, "skipsim overlay --help") {
-				t.Errorf("stderr does not point to --help:\n%s", stderr)
-			}
-			if strings.Contains(stderr, "Example:") {
-				t.Errorf("a usage error should not dump the whole help:\n%s", stderr)
-			}
+			expectUsage(t, append(append([]string(nil), base...), c.args...), append(c.want, "skipsim overlay --help")...)
 		})
 	}
 }

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -16,12 +14,7 @@ import (
 
 func runOverlay(args []string, stdout, stderr io.Writer) error {
 	p := sim.DefaultOverlayParams()
-	fs := flag.NewFlagSet("overlay", flag.ContinueOnError)
-	// The flag package's own output (the help text, or an error followed by the whole help) is
-	// held back: help asked for goes to stdout like 'skipsim --help'; on an error run prints the
-	// error once, with a pointer to --help.
-	var flagOut bytes.Buffer
-	fs.SetOutput(&flagOut)
+	fs, held := newFlagSet("overlay")
 	fs.IntVar(&p.Nodes, "nodes", p.Nodes, "number of nodes `N`; the first starts the network, the rest join through random members")
 	fs.IntVar(&p.Keys, "keys", p.Keys, "number of keys `M` (8-byte integers 0..M-1), at least N; join positions are drawn from them")
 	fs.Uint64Var(&p.Seed, "seed", p.Seed, "random `seed`: the same seed gives the same run")
@@ -58,15 +51,8 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			_, _ = stdout.Write(flagOut.Bytes())
-			return err
-		}
-		return badUsage("%v", err)
-	}
-	if fs.NArg() > 0 {
-		return badUsage("unexpected argument %q", fs.Arg(0))
+	if err := parseFlags(fs, held, args, stdout); err != nil {
+		return err
 	}
 	units := func(name string, v float64, allowZero bool) (time.Duration, error) {
 		switch {

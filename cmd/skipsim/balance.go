@@ -1,0 +1,379 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/skiprange/skiprange/nixmig"
+	"github.com/skiprange/skiprange/testnet/sim"
+	"github.com/skiprange/skiprange/testnet/workload"
+)
+
+const balanceHelp = `Usage: skipsim balance [flags]
+
+Runs one load-balancing experiment (SPEC §11–§12): N nodes placed evenly over the keys, range
+queries of --range-keys keys arriving as a Poisson process at --rate per second from the chosen
+workload, and the balancers (NIXMIG or a baseline) starting when the --warmup ends. The run stops
+--stop-after after every node got under thres, or at --duration. It prints the completion time,
+the balancing messages, the items moved beside their lower bound, MIG:NIX, the Gini coefficient
+and the overloaded nodes before and after, whether the workload can be balanced at all, and the
+outcome of the invariant checks (exit status 1 when they failed).
+
+Workloads: pulse (all queries start in a contiguous --width of the keys), zipf (--buckets buckets
+with weights r^-θ), dynamic (a 12% pulse that moves 150 s after the warm-up), hot (about twenty
+hot ranges covering --percent % of the keys), uniform, words (keys are the words of --words,
+queries the ranges of their --prefix-byte prefixes; --keys then limits the words read, most
+frequent first).
+
+With --out DIR it writes DIR/result.json (as --json), DIR/series.csv (the metrics every --sample),
+DIR/loads.svg (node loads over the key space when balancing starts and at the end) and
+DIR/gini.svg, DIR/overloaded.svg, DIR/traffic.svg (metrics over time).
+
+Examples:
+  skipsim balance --workload pulse --width 0.05 --seed 2
+  skipsim balance --nodes 50 --keys 5000 --rate 25 --warmup 100s --duration 1200s --algorithm ib --out out/ib
+  skipsim balance --workload words --words ../shared/data/en_50k.txt --prefix 4
+
+Flags:
+`
+
+// balanceFlags are the settings of 'skipsim balance'.
+type balanceFlags struct {
+	runFlags
+	seed                             uint64
+	algorithm, work, unl, rnp        string
+	width, theta, percent            float64
+	buckets, rangeKeys, prefix       int
+	words, out                       string
+	window, sample, crashAfter       time.Duration
+	thres, overThres, a, loss, crash float64
+	ttl                              int
+	faithful, asJSON                 bool
+}
+
+func defaultBalanceFlags() balanceFlags {
+	c := nixmig.DefaultConfig()
+	return balanceFlags{
+		runFlags: runFlags{nodes: 500, keys: 50_000, rate: 250, duration: 4000 * time.Second,
+			warmup: 700 * time.Second, stopAfter: 100 * time.Second},
+		seed: 1, algorithm: "nixmig", work: "pulse", unl: "smart", rnp: "smart",
+		width: 0.10, theta: 2, percent: 10, buckets: workload.DefaultBuckets,
+		rangeKeys: workload.DefaultRangeKeys, prefix: 5, sample: sampleEvery, crashAfter: 20 * time.Second,
+		thres: c.Thres, overThres: c.OverThres, a: c.A, ttl: c.TTL,
+	}
+}
+
+func (f *balanceFlags) register(fs *flag.FlagSet) {
+	f.runFlags.register(fs, "number of integer `keys` 0..M-1 (words workload: the most frequent words read)")
+	fs.Uint64Var(&f.seed, "seed", f.seed, "random `seed`: the same seed gives the same run")
+	fs.StringVar(&f.algorithm, "algorithm", f.algorithm, "balancer: nixmig, nix (NIX only), mig (MIG only), ib (Item Balancing) or none")
+	fs.StringVar(&f.work, "workload", f.work, "query workload: pulse, zipf, dynamic, hot, uniform or words")
+	fs.Float64Var(&f.width, "width", f.width, "pulse width as a `fraction` of the keys, in (0,1]")
+	fs.Float64Var(&f.theta, "theta", f.theta, "zipf skew `θ` ≥ 0")
+	fs.IntVar(&f.buckets, "buckets", f.buckets, "zipf `buckets`")
+	fs.Float64Var(&f.percent, "percent", f.percent, "hot ranges: `percent` of the keys that is hot, in (0,100]")
+	fs.StringVar(&f.words, "words", "", "words workload: `file` of \"word count\" lines (e.g. ../shared/data/en_50k.txt)")
+	fs.IntVar(&f.prefix, "prefix", f.prefix, "words workload: prefix length in `bytes`")
+	fs.IntVar(&f.rangeKeys, "range-keys", f.rangeKeys, "`keys` per range query (integer workloads)")
+	durationVar(fs, &f.window, "window", "load window `time` (default: as long as --warmup)")
+	durationVar(fs, &f.sample, "sample", "period of the metric series, whole seconds")
+	fs.Float64Var(&f.thres, "thres", f.thres, "overload threshold in keys served per second")
+	fs.Float64Var(&f.overThres, "over-thres", f.overThres, "above this load only the share --a of the excess moves in one NIX")
+	fs.Float64Var(&f.a, "a", f.a, "share of the excess moved above --over-thres, in (0,1]")
+	fs.IntVar(&f.ttl, "ttl", f.ttl, "most nodes one local wave reserves")
+	fs.StringVar(&f.unl, "unl", f.unl, "underloaded-node location: smart (SmartUNL hint cache, then probes) or random (probes only)")
+	fs.StringVar(&f.rnp, "rnp", f.rnp, "side a migrant joins: smart (SmartRNP), random or adversarial")
+	fs.BoolVar(&f.faithful, "faithful", false, "use the thesis's literal exNodes and migrant-share formulas")
+	fs.Float64Var(&f.loss, "loss", 0, "`probability` that a message is lost, in [0,1)")
+	fs.Float64Var(&f.crash, "crash", 0, "`fraction` of the nodes that crash at once, in [0,1)")
+	durationVar(fs, &f.crashAfter, "crash-after", "the crash comes this `time` after the warm-up")
+	fs.BoolVar(&f.asJSON, "json", false, "print the result as JSON")
+	fs.StringVar(&f.out, "out", "", "write result.json, series.csv and SVG plots into this `directory`")
+}
+
+func runBalance(args []string, stdout, stderr io.Writer) error {
+	f := defaultBalanceFlags()
+	fs, held := newFlagSet("balance")
+	f.register(fs)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), balanceHelp)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, held, args, stdout); err != nil {
+		return err
+	}
+	p, err := f.params()
+	if err != nil {
+		return err
+	}
+	bar := newProgress(stderr, f.quiet)
+	res, err := sim.RunBalance(p, bar.update)
+	bar.finish()
+	if err != nil {
+		return err
+	}
+	doc := balanceDoc{Command: commandLine("balance", args), Workload: workloadName(p), Settings: settings(fs), Result: res}
+	if f.out != "" {
+		if err := writeBalance(f.out, doc, p); err != nil {
+			return err
+		}
+	}
+	if f.asJSON {
+		if err := writeJSON(stdout, doc); err != nil {
+			return err
+		}
+	} else {
+		printBalance(stdout, doc, p)
+	}
+	if res.Check != "ok" {
+		return errFailed
+	}
+	return nil
+}
+
+// params checks the flags and turns them into the run's parameters.
+func (f *balanceFlags) params() (sim.BalanceParams, error) {
+	var p sim.BalanceParams
+	if err := f.validate(); err != nil {
+		return p, err
+	}
+	alg, err := nixmig.ParseAlgorithm(f.algorithm)
+	if err != nil {
+		return p, badUsage("--algorithm: %v", err)
+	}
+	smartUNL, err := oneOf("unl", f.unl, map[string]bool{"smart": true, "random": false})
+	if err != nil {
+		return p, err
+	}
+	place, err := oneOf("rnp", f.rnp, map[string]nixmig.Placement{
+		"smart": nixmig.PlaceSmart, "random": nixmig.PlaceRandom, "adversarial": nixmig.PlaceAdversarial})
+	if err != nil {
+		return p, err
+	}
+	w, words, err := f.workload()
+	if err != nil {
+		return p, err
+	}
+	p = newParams(f.runFlags, w)
+	p.Seed, p.Words, p.PrefixLen, p.Sample = f.seed, words, f.prefix, f.sample
+	p.SnapshotsAt = []time.Duration{f.warmup}
+	if f.work == "dynamic" {
+		p.SnapshotsAt = append(p.SnapshotsAt, dynamicSnapshots(f.warmup)...)
+	}
+	p.CrashFraction, p.CrashAfter = f.crash, f.crashAfter
+	p.Net.Loss = f.loss
+	b := &p.Net.Node.Balance
+	b.Algorithm, b.SmartUNL, b.Placement = alg, smartUNL, place
+	b.Thres, b.OverThres, b.A, b.TTL = f.thres, f.overThres, f.a, f.ttl
+	b.FaithfulExNodes, b.FaithfulMigShare = f.faithful, f.faithful
+	if f.window > 0 {
+		b.Window = f.window
+	}
+	if err := p.Validate(); err != nil {
+		return p, badUsage("%v", err)
+	}
+	return p, nil
+}
+
+func (f *balanceFlags) validate() error {
+	if err := f.runFlags.validate(); err != nil {
+		return err
+	}
+	for _, c := range []struct {
+		name     string
+		v        float64
+		interval string
+	}{
+		{"width", f.width, "(0,1]"}, {"percent", f.percent, "(0,100]"}, {"a", f.a, "(0,1]"},
+		{"loss", f.loss, "[0,1)"}, {"crash", f.crash, "[0,1)"},
+	} {
+		if err := checkIn(c.name, c.v, c.interval); err != nil {
+			return err
+		}
+	}
+	if err := checkIn("theta", f.theta, "[0,inf)"); err != nil {
+		return err
+	}
+	if err := checkPositive("thres", f.thres); err != nil {
+		return err
+	}
+	if !(f.overThres > f.thres) {
+		return badUsage("--over-thres must exceed --thres (got %g and %g)", f.overThres, f.thres)
+	}
+	switch {
+	case f.ttl < 1:
+		return badUsage("--ttl must be at least 1 (got %d)", f.ttl)
+	case f.buckets < 1:
+		return badUsage("--buckets must be at least 1 (got %d)", f.buckets)
+	case f.rangeKeys < 1:
+		return badUsage("--range-keys must be at least 1 (got %d)", f.rangeKeys)
+	case f.prefix < 1:
+		return badUsage("--prefix must be at least 1 (got %d)", f.prefix)
+	case f.work != "words" && f.keys < f.nodes:
+		return badUsage("--keys must be at least --nodes (got %d keys for %d nodes)", f.keys, f.nodes)
+	case f.words != "" && f.work != "words":
+		return badUsage("--words needs --workload words")
+	case f.sample <= 0 || f.sample%time.Second != 0:
+		return badUsage("--sample must be a positive whole number of seconds (got %s)", secs(f.sample))
+	case f.window == 0 && f.warmup == 0:
+		return badUsage("--window must be positive (it defaults to --warmup, which is 0)")
+	}
+	if err := checkDuration("window", f.window, true); err != nil {
+		return err
+	}
+	return checkDuration("crash-after", f.crashAfter, true)
+}
+
+// workload builds the query workload the flags name.
+func (f *balanceFlags) workload() (workload.Workload, *workload.Words, error) {
+	var w workload.Workload
+	switch f.work {
+	case "pulse":
+		w = workload.Pulse{K: f.keys, RangeKeys: f.rangeKeys, Width: f.width, Offset: workload.Centre}
+	case "zipf":
+		w = workload.Zipf{K: f.keys, RangeKeys: f.rangeKeys, Buckets: f.buckets, Theta: f.theta}
+	case "dynamic":
+		w = newDynamic(f.keys, f.rangeKeys, f.warmup)
+	case "hot":
+		w = workload.HotRanges{K: f.keys, RangeKeys: f.rangeKeys, Percent: f.percent}
+	case "uniform":
+		w = workload.Uniform{K: f.keys, RangeKeys: f.rangeKeys}
+	case "words":
+		words, err := loadWords(f.words, f.keys, f.nodes)
+		return nil, words, err
+	default:
+		return nil, nil, badUsage("--workload must be pulse, zipf, dynamic, hot, uniform or words (got %q)", f.work)
+	}
+	if err := w.Validate(); err != nil {
+		return nil, nil, badUsage("--workload %s: %v", f.work, err)
+	}
+	return w, nil, nil
+}
+
+// loadWords reads the words workload's file, at most limit words (0: all), enough for nodes.
+func loadWords(path string, limit, nodes int) (*workload.Words, error) {
+	const hint = "the project's word list is ../shared/data/en_50k.txt"
+	if path == "" {
+		return nil, badUsage("the words workload needs --words FILE (%s)", hint)
+	}
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, badUsage("--words: %v (%s)", err, hint)
+	}
+	defer file.Close()
+	words, err := workload.LoadWords(file, limit)
+	if err != nil {
+		return nil, badUsage("--words %s: %v", path, err)
+	}
+	if words.Len() < nodes {
+		return nil, badUsage("--words %s: %d words cannot be spread over %d nodes", path, words.Len(), nodes)
+	}
+	return words, nil
+}
+
+// oneOf maps a flag's value to its meaning, or reports the choices.
+func oneOf[T any](name, v string, choices map[string]T) (T, error) {
+	if c, ok := choices[v]; ok {
+		return c, nil
+	}
+	names := make([]string, 0, len(choices))
+	for n := range choices {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var zero T
+	return zero, badUsage("--%s must be one of %s (got %q)", name, strings.Join(names, ", "), v)
+}
+
+// settings lists every flag's value, defaults included.
+func settings(fs *flag.FlagSet) map[string]string {
+	m := map[string]string{}
+	fs.VisitAll(func(fl *flag.Flag) { m[fl.Name] = fl.Value.String() })
+	return m
+}
+
+func workloadName(p sim.BalanceParams) string {
+	if p.Words != nil {
+		return fmt.Sprintf("words(%d words, prefix %d)", p.Words.Len(), p.PrefixLen)
+	}
+	return p.Workload.Name()
+}
+
+// balanceDoc is the JSON form of one balancing run: how it was asked for and what it measured.
+type balanceDoc struct {
+	Command  string             `json:"command"`
+	Workload string             `json:"workload"`
+	Settings map[string]string  `json:"settings"`
+	Result   *sim.BalanceResult `json:"result"`
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// writeBalance writes the files of --out.
+func writeBalance(dir string, doc balanceDoc, p sim.BalanceParams) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	file, err := os.Create(filepath.Join(dir, "result.json"))
+	if err != nil {
+		return err
+	}
+	if err := writeJSON(file, doc); err != nil {
+		file.Close()
+		return err
+	}
+	if err := file.Close(); err != nil {
+		return err
+	}
+	runs := []*sim.BalanceResult{doc.Result}
+	if err := seriesTable(runs).WriteCSV(filepath.Join(dir, "series.csv")); err != nil {
+		return err
+	}
+	title := fmt.Sprintf("%s on %s, %d nodes, seed %d", doc.Result.Algorithm, doc.Workload, p.Nodes, p.Seed)
+	if err := plotSnapshots(filepath.Join(dir, "loads.svg"), title, p, doc.Result); err != nil {
+		return err
+	}
+	return plotSeries(dir, title, p, runs)
+}
+
+func printBalance(w io.Writer, doc balanceDoc, p sim.BalanceParams) {
+	r := doc.Result
+	fmt.Fprintf(w, "skipsim balance: %s on %s, %d nodes, %.4g queries/s, seed %d\n\n", r.Algorithm, doc.Workload, p.Nodes, p.Rate, p.Seed)
+	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(t, "workload\t%s\n", r.Feasibility)
+	if r.Completed {
+		fmt.Fprintf(t, "completion\t%.0f s after the warm-up\n", r.CompletionTime)
+	} else {
+		fmt.Fprintf(t, "completion\tnot reached: %d nodes still overloaded after %.0f s of balancing\n", r.OverloadedEnd, (p.Duration - p.Warmup).Seconds())
+	}
+	fmt.Fprintf(t, "messages\t%d balancing (%d more for query routing)\n", r.Messages, r.QueryMessages)
+	ratio := "-"
+	if r.LowerBound > 0 {
+		ratio = fmt.Sprintf("%.2f", float64(r.Items)/float64(r.LowerBound))
+	}
+	fmt.Fprintf(t, "items moved\t%d (lower bound %d, ratio %s)\n", r.Items, r.LowerBound, ratio)
+	fmt.Fprintf(t, "MIG:NIX\t%d:%d = %.2f\n", r.MIG, r.NIX, r.MigNix)
+	fmt.Fprintf(t, "remote search\t%d probes, %d UNL hits, %d of %d remote tries accepted\n", r.Probes, r.UNLHits, r.RemoteOK, r.RemoteTries)
+	fmt.Fprintf(t, "waves\t%d started, %d ok, %d failed\n", r.WavesStarted, r.WavesOK, r.WavesFailed)
+	fmt.Fprintf(t, "Gini\t%.3f → %.3f (max/mean load %.2f → %.2f)\n", r.GiniStart, r.GiniEnd, r.MaxMeanStart, r.MaxMeanEnd)
+	fmt.Fprintf(t, "overloaded\t%d → %d nodes\n", r.OverloadedStart, r.OverloadedEnd)
+	fmt.Fprintf(t, "queries\t%d issued, %d failed\n", r.Queries, r.QueriesFailed)
+	if p.CrashFraction > 0 {
+		fmt.Fprintf(t, "crash\t%d nodes, %.0f s after the warm-up\n", r.Crashed, p.CrashAfter.Seconds())
+	}
+	fmt.Fprintf(t, "check\t%s\n", r.Check)
+	fmt.Fprintf(t, "wall time\t%.1f s\n", r.Wall)
+	t.Flush()
+}

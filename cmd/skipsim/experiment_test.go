@@ -1,0 +1,251 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skiprange/skiprange/testnet/sim"
+)
+
+// tinyExperiment runs experiment name at the size of tinyBalance, writing into dir.
+func tinyExperiment(name, dir string, flags ...string) []string {
+	return append([]string{"experiment", name, "--quick", "--nodes", "20", "--rate", "10", "--warmup", "60s",
+		"--duration", "400s", "--out", dir}, flags...)
+}
+
+func TestExperimentHelp(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "experiment", "--help")
+	if code != 0 || stderr != "" {
+		t.Errorf("exit %d, stderr %q; want 0 and nothing", code, stderr)
+	}
+	for _, d := range experiments {
+		wantIn(t, "help", stdout, "  "+d.name+" ")
+	}
+	wantIn(t, "help", stdout, "Usage: skipsim experiment NAME", "--quick", "runs.csv", "Examples:")
+
+	code, stdout, _ = runCLI(t, "experiment", "sweep-pulse", "--help")
+	if code != 0 {
+		t.Errorf("exit %d, want 0", code)
+	}
+	wantIn(t, "sweep-pulse help", stdout, "Usage: skipsim experiment sweep-pulse", "default 3,5,10,20,30,50, with --quick 10,30",
+		"Example:", "-seeds", "(default 3)", "-parallel", "-points", "(default 4000s)")
+}
+
+func TestExperimentBadFlags(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"no name", []string{"experiment"}, []string{"which experiment?", "sweep-pulse", "faults"}},
+		{"unknown", []string{"experiment", "frob"}, []string{`unknown experiment "frob"`, "sweep-zipf"}},
+		{"points on grid", tinyExperiment("grid", dir, "--points", "5"), []string{"grid takes no --points"}},
+		{"full on sweep", tinyExperiment("sweep-pulse", dir, "--full"), []string{"--full does not apply to sweep-pulse"}},
+		{"words on grid", tinyExperiment("grid", dir, "--words", "w.txt"), []string{"--words does not apply to grid"}},
+		{"seeds zero", tinyExperiment("faults", dir, "--seeds", "0"), []string{"--seeds", "at least 1"}},
+		{"parallel zero", tinyExperiment("faults", dir, "--parallel", "0"), []string{"--parallel", "at least 1"}},
+		{"points not numbers", tinyExperiment("unl", dir, "--points", "5,abc"), []string{"--points", `"abc"`}},
+		{"width out of range", tinyExperiment("sweep-pulse", dir, "--points", "0"), []string{"Width = 0"}},
+		{"nodes not whole", tinyExperiment("scale", dir, "--points", "10.5"), []string{"10.5 is not a number of nodes"}},
+		{"words missing", tinyExperiment("words", dir), []string{"--words FILE", "../shared/data/en_50k.txt"}},
+		{"words unreadable", tinyExperiment("words", dir, "--words", "/nonexistent"), []string{"/nonexistent", "../shared/data/en_50k.txt"}},
+		{"warmup zero", tinyExperiment("faults", dir, "--warmup", "0"), []string{"--warmup must be positive", "load window"}},
+		{"keys below nodes", tinyExperiment("faults", dir, "--keys", "10"), []string{"10 keys for 20 nodes"}},
+		{"duration below warmup", tinyExperiment("faults", dir, "--duration", "30s"), []string{"--duration (30s)"}},
+		{"rate negative", tinyExperiment("faults", dir, "--rate", "-1"), []string{"--rate", "positive"}},
+		{"stray argument", tinyExperiment("grid", dir, "extra"), []string{`unexpected argument "extra"`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			expectUsage(t, c.args, append(c.want, "skipsim experiment")...)
+		})
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+		t.Errorf("a usage error wrote files: %v", entries)
+	}
+}
+
+// tableRows returns the data rows of the Markdown table in out, split into trimmed cells.
+func tableRows(out string) [][]string {
+	var rows [][]string
+	lines := strings.Split(out, "\n")
+	for i, l := range lines {
+		if i < 2 || !strings.HasPrefix(l, "|") || strings.HasPrefix(l, "| ---") || !strings.HasPrefix(lines[i-1], "|") {
+			continue
+		}
+		var cells []string
+		for _, c := range strings.Split(strings.Trim(l, "|"), "|") {
+			cells = append(cells, strings.TrimSpace(c))
+		}
+		rows = append(rows, cells)
+	}
+	return rows
+}
+
+// countLines is the number of lines of a file.
+func countLines(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Error(err)
+		return 0
+	}
+	return strings.Count(string(b), "\n")
+}
+
+func TestSweepPulseQuick(t *testing.T) {
+	dir := t.TempDir()
+	code, stdout, stderr := runCLI(t, tinyExperiment("sweep-pulse", dir, "--points", "10", "--parallel", "2")...)
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s\nstdout:\n%s", code, stderr, stdout)
+	}
+	rows := tableRows(stdout)
+	var algs []string
+	for _, r := range rows {
+		algs = append(algs, r[0])
+		if r[1] != "10%" || len(r) != 11 {
+			t.Errorf("row %v: want 11 cells for the 10%% pulse", r)
+		}
+	}
+	if strings.Join(algs, " ") != "nixmig nix mig ib" {
+		t.Errorf("rows are for %v, want one per algorithm:\n%s", algs, stdout)
+	}
+	if len(rows) == 4 {
+		if ib := rows[3]; ib[7] != "-" || ib[10] != "-" {
+			t.Errorf("the IB row has ratios to itself or a speed-up: %v", ib)
+		}
+		if nixmig := rows[0]; nixmig[10] == "-" || nixmig[7] == "-" {
+			t.Errorf("the NIXMIG row lacks its ratios: %v", nixmig)
+		}
+	}
+	wantIn(t, "stdout", stdout, "time ÷ IB", "NIX time ÷ NIXMIG time", "Workload 10%: feasible",
+		"Command: skipsim experiment sweep-pulse --quick --nodes 20", "Settings: 20 nodes, 2000 keys, 10 queries/s",
+		"warm-up and load window 60s", "Invariant checks: ok in 4 of 4 runs.")
+	// Progress goes to stderr, one line as each run starts and ends.
+	wantIn(t, "stderr", stderr, "start nixmig 10% seed 1", "done ib 10% seed 1", "4/4")
+	if strings.Contains(stdout, "seed 1:") {
+		t.Errorf("progress on stdout:\n%s", stdout)
+	}
+	if n := countLines(t, filepath.Join(dir, "runs.csv")); n != 5 {
+		t.Errorf("runs.csv has %d lines, want a header and 4 runs", n)
+	}
+	if n := countLines(t, filepath.Join(dir, "sweep-pulse.csv")); n != 5 {
+		t.Errorf("sweep-pulse.csv has %d lines, want a header and 4 rows", n)
+	}
+	if md, err := os.ReadFile(filepath.Join(dir, "sweep-pulse.md")); err != nil || string(md) != stdout {
+		t.Errorf("sweep-pulse.md (%v) differs from the table printed:\n%s", err, md)
+	}
+	for _, name := range []string{"time.svg", "messages.svg", "items.svg"} {
+		checkSVG(t, filepath.Join(dir, name))
+	}
+}
+
+// TestExperimentsSmoke runs every other experiment at the tiny size with few points.
+func TestExperimentsSmoke(t *testing.T) {
+	cases := []struct {
+		name  string
+		flags []string
+		want  []string // in the table printed
+		files []string // besides runs.csv and NAME.csv
+	}{
+		{"sweep-zipf", []string{"--points", "2"}, []string{"| nixmig", "| ib", "θ=2", "Workload θ=2: feasible"}, []string{"items.svg"}},
+		{"grid", nil, []string{"thesis ttl 5", "70K/19K/77", "| 160 ", "| 400 "}, []string{"time.svg"}},
+		{"scale", []string{"--points", "20,30"}, []string{"| 30 ", "3000", "messages ×"}, []string{"messages.svg"}},
+		{"dynamic", nil, []string{"Gini at the end", "≈0.2", "Snapshots at [160 220 360] s"}, []string{"series.csv", "loads.svg", "gini.svg", "traffic.svg"}},
+		{"unl", []string{"--points", "10"}, []string{"probes (SmartUNL)", "success (random probing)", "60–71%"}, []string{"probes.svg"}},
+		{"rnp", []string{"--points", "20"}, []string{"SmartRNP ÷ adversarial", "| 20%"}, []string{"items.svg"}},
+		{"words", []string{"--points", "4", "--words", sharedWords}, []string{"thesis MIG:NIX", "| 4 ", "0.30", "Workload prefix 4"}, []string{"time.svg"}},
+		{"faults", nil, []string{"1% message loss", "5% of nodes crash", "1/1"}, []string{"items.svg"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.name == "words" {
+				if _, err := os.Stat(sharedWords); err != nil {
+					t.Skipf("the shared word list is absent (%v)", err)
+				}
+			}
+			dir := t.TempDir()
+			code, stdout, stderr := runCLI(t, tinyExperiment(c.name, dir, append(c.flags, "--quiet")...)...)
+			if code != 0 {
+				t.Fatalf("exit %d; stderr:\n%s\nstdout:\n%s", code, stderr, stdout)
+			}
+			wantIn(t, "stdout", stdout, append(c.want, "Command: skipsim experiment "+c.name, "Invariant checks: ok")...)
+			for _, f := range append(c.files, "runs.csv", c.name+".csv", c.name+".md") {
+				if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	pt := &point{
+		params: sim.BalanceParams{Duration: 400 * time.Second, Warmup: 60 * time.Second},
+		res: []*sim.BalanceResult{
+			{Seed: 1, Completed: true, CompletionTime: 100, Items: 30, LowerBound: 10, Check: "ok"},
+			{Seed: 2, Items: 50, Check: "ok"},
+		},
+	}
+	if got := timeOf(pt); got[0] != 100 || got[1] != 340 {
+		t.Errorf("timeOf = %v, want [100 340]: an unfinished run counts its whole balancing period", got)
+	}
+	if got := timeCell(pt); got != "220 ± 169.7*" {
+		t.Errorf("timeCell = %q, want the mean, spread and a mark for the unfinished run", got)
+	}
+	if got := cell(lbRatioOf(pt)); got != "3" {
+		t.Errorf("items ÷ lower bound = %q, want 3 (the run without a lower bound left out)", got)
+	}
+	if got := ratioCell(pt, pt, migNixOf); got != "-" {
+		t.Errorf("a ratio of undefined values = %q, want -", got)
+	}
+	if got := kilo(70_400); got != "70.4K" {
+		t.Errorf("kilo(70400) = %q", got)
+	}
+}
+
+func TestExperimentFailedCheck(t *testing.T) {
+	e := &expEnv{seeds: 2, pts: []*point{{name: "nixmig 10%", res: []*sim.BalanceResult{
+		{Seed: 1, Check: "ok"}, {Seed: 2, Check: "[3 nodes still locked]"}}}}}
+	if note := e.checkNote(); !strings.Contains(note, "FAILED in 1 of 2 runs") {
+		t.Errorf("note %q does not report the failed check", note)
+	}
+	err := e.failures()
+	if !errors.Is(err, errFailed) || !strings.Contains(err.Error(), "nixmig 10% seed 2: [3 nodes still locked]") {
+		t.Errorf("failures() = %v, want errFailed naming the run", err)
+	}
+	e.pts[0].res[1].Check = "ok"
+	if err := e.failures(); err != nil {
+		t.Errorf("failures() = %v with every check ok", err)
+	}
+}
+
+// TestExperimentParallelSameTable checks that running several runs at once changes nothing.
+func TestExperimentParallelSameTable(t *testing.T) {
+	table := func(parallel string) string {
+		t.Helper()
+		code, stdout, stderr := runCLI(t, tinyExperiment("faults", t.TempDir(), "--seeds", "2", "--parallel", parallel, "--quiet")...)
+		if code != 0 {
+			t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+		}
+		var keep []string
+		for _, l := range strings.Split(stdout, "\n") {
+			if !strings.HasPrefix(l, "Command: ") { // names --parallel and the directory
+				keep = append(keep, l)
+			}
+		}
+		return strings.Join(keep, "\n")
+	}
+	one, three := table("1"), table("3")
+	if one != three {
+		t.Errorf("--parallel 1 and 3 gave different tables:\n%s\n----\n%s", one, three)
+	}
+	if !strings.Contains(one, " ± ") {
+		t.Errorf("two seeds gave no spread:\n%s", one)
+	}
+}
