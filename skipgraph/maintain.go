@@ -229,6 +229,17 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 			n.maintain.predTable = table
 		}
 	}
+	if n.levels[0].pred.ID == from.ID && n.levels[0].succ.ID != from.ID {
+		// Our predecessor's successor lies between it and us: two nodes joined in the same gap
+		// at once, each told of the other too late. The closer one is our predecessor; it links
+		// to us since we start where its range ends.
+		theirSucc := overlay.PeerFromPB(p.Succ)
+		if !theirSucc.IsZero() && theirSucc.ID != n.self.ID && overlay.StrictlyBetween(from.Start, theirSucc.Start, n.self.Start) {
+			n.levels[0].pred = theirSucc
+			n.updateNeighbor(theirSucc.ID, 0, pb.Side_SIDE_SUCC, n.self, from.ID, pb.Cause_CAUSE_MAINTAIN)
+		}
+		return
+	}
 	if n.levels[0].succ.ID != from.ID {
 		return
 	}
@@ -676,6 +687,9 @@ func (n *Node) onNeighborUpdate(from overlay.Peer, u *pb.NeighborUpdate) {
 			*cur = node
 		}
 		return
+	case l == 0 && u.Side == pb.Side_SIDE_SUCC && node.Start == n.end() && node.ID != n.self.ID:
+		// A node that starts exactly where this range ends (one that joined below the
+		// successor): linking to it leaves the range as it is.
 	case l == 0 && u.Side == pb.Side_SIDE_SUCC:
 		// The level-0 successor decides where our range ends; it changes only through handoffs
 		// and take-overs, never on a neighbour's word.
