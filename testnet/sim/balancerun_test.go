@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/skiprange/skiprange/nixmig"
+	"github.com/skiprange/skiprange/overlay/pb"
 	"github.com/skiprange/skiprange/testnet/workload"
 )
 
@@ -46,5 +47,30 @@ func TestBalanceNIXMIGPulse(t *testing.T) {
 				t.Fatalf("NIXMIG did not bring every node under thres")
 			}
 		})
+	}
+}
+
+// An invalid balancing message is rejected and counted by the node, never acted on.
+func TestInvalidBalanceMessageCounted(t *testing.T) {
+	nw, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := nw.Add("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Bootstrap(); err != nil {
+		t.Fatal(err)
+	}
+	bad := &pb.Envelope{From: &pb.NodeRef{Id: []byte("b")}, Body: &pb.Envelope_Balance{Balance: &pb.Balance{
+		Wave: 7, Op: &pb.Balance_NixTurn{NixTurn: &pb.NixTurn{Dir: pb.Side_SIDE_SUCC, Index: 3}},
+	}}}
+	n.Handle("b", bad)
+	if n.Stats.Invalid != 1 {
+		t.Fatalf("invalid balancing messages counted: %d, want 1", n.Stats.Invalid)
+	}
+	if _, locked := n.Balancer.Locked(); locked {
+		t.Fatal("an invalid message locked the node")
 	}
 }
