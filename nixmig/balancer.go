@@ -68,10 +68,11 @@ type endState struct {
 	probes   int // probes left in this search
 	m        overlay.Peer
 	migrants []overlay.Peer
-	next     int // next migrant to order
+	splits   []overlay.Key // where each migrant's piece starts (ends, below)
+	ordered  int           // migrants ordered so far
+	done     int           // migrants that reported their end
 	share    float64
 	below    bool
-	sided    bool
 	nixes    int
 	migs     int
 }
@@ -81,6 +82,7 @@ type migrating struct {
 	wave        uint64
 	end         overlay.NodeID
 	incarnation uint64
+	left        bool // the end node heard that the old range is handed over
 }
 
 type backoffState struct {
@@ -338,12 +340,7 @@ func (b *Balancer) onCheck() {
 	if b.checks%64 == 0 {
 		b.load.Compact(now)
 	}
-	if mg := b.migrating; mg != nil && b.sg.State() == skipgraph.StateActive && b.sg.Self().Incarnation != mg.incarnation {
-		// The migration's join completed: report to the end node.
-		b.migrating = nil
-		b.send(mg.end, mg.wave, &pb.MigDone{Ok: true})
-		b.unlock(mg.wave)
-	}
+	b.checkMigration()
 	if b.cfg.Algorithm == ItemBalancing || !b.idle() {
 		return
 	}
@@ -817,6 +814,10 @@ func (b *Balancer) cutPiece(keys []overlay.Key, up bool, want float64) (overlay.
 
 // --- MIG phase (SPEC §6.4) ---
 
+// migPhase starts the migrations. The end node cuts its range for all of them at once — the
+// i-th migrant's piece carries the i-th share counted from the side SmartRNP chose — and orders
+// them one after another, each as soon as the one before has handed its old range over: the
+// leaves chain towards M one at a time, while the joins next to the end node overlap with them.
 func (b *Balancer) migPhase(e *endState) {
 	b.renew(e.wave, b.cfg.Lease)
 	r := len(e.migrants)
@@ -830,30 +831,22 @@ func (b *Balancer) migPhase(e *endState) {
 	} else {
 		e.share = l / float64(r+1)
 	}
+	keys := b.ownKeys()
+	e.below = b.placeBelow(keys, e.share)
+	e.splits = b.migSplits(keys, e.below, e.share, r)
+	if len(e.splits) == 0 {
+		b.finishEnd(e, true)
+		return
+	}
 	b.orderMigrant(e)
 }
 
+// orderMigrant sends the next migration order.
 func (b *Balancer) orderMigrant(e *endState) {
-	if e.next >= len(e.migrants) || b.load.Load(b.env.Now()) <= b.cfg.Thres {
-		b.finishEnd(e, true)
-		return
-	}
-	keys := b.ownKeys()
-	if len(keys) < 2 {
-		b.finishEnd(e, true)
-		return
-	}
-	if !e.sided {
-		e.sided = true
-		e.below = b.placeBelow(keys, e.share)
-	}
-	split, ok := b.migSplit(keys, e.below, e.share)
-	if !ok {
-		b.finishEnd(e, true)
-		return
-	}
+	i := e.ordered
+	e.ordered++
 	b.renew(e.wave, b.cfg.Lease)
-	b.send(e.migrants[e.next].ID, e.wave, &pb.MigOrder{Target: b.sg.Self().ToPB(), Split: []byte(split), Below: e.below})
+	b.send(e.migrants[i].ID, e.wave, &pb.MigOrder{Target: b.sg.Self().ToPB(), Split: []byte(e.splits[i]), Below: e.below})
 }
 
 // placeBelow is SmartRNP (SPEC §7.2): the migrant goes to the side whose piece carrying share
@@ -872,12 +865,31 @@ func (b *Balancer) placeBelow(keys []overlay.Key, share float64) bool {
 	return below
 }
 
-// migSplit is where the end node cuts for a migrant: the piece carrying share from its upper
-// end (the migrant joins above) or its lower end (below), never all of its keys.
-func (b *Balancer) migSplit(keys []overlay.Key, below bool, share float64) (overlay.Key, bool) {
-	split, ok := b.nixSplit(!below, share)
-	_ = keys
-	return split, ok
+// migSplits cuts the end node's range for up to r migrants, each piece carrying share, from the
+// upper end (migrants join above, the first one outermost) or from the lower end (below). It
+// never hands out the key farthest from that end, and returns fewer cuts when the load runs out.
+func (b *Balancer) migSplits(keys []overlay.Key, below bool, share float64, r int) []overlay.Key {
+	now := b.env.Now()
+	var splits []overlay.Key
+	acc, want := 0.0, share
+	n := len(keys)
+	for j := 0; j < n-1 && len(splits) < r; j++ {
+		k := keys[n-1-j] // from the upper end
+		if below {
+			k = keys[j]
+		}
+		acc += b.load.KeyLoad(k, now)
+		if acc < want {
+			continue
+		}
+		if below {
+			// The piece is [start, k] inclusive: it ends just after k.
+			k += "\x00"
+		}
+		splits = append(splits, k)
+		want += share
+	}
+	return splits
 }
 
 func (b *Balancer) onMigOrder(from overlay.Peer, wave uint64, o *pb.MigOrder) {
@@ -896,8 +908,30 @@ func (b *Balancer) onMigOrder(from overlay.Peer, wave uint64, o *pb.MigOrder) {
 	b.migrating = &migrating{wave: wave, end: from.ID, incarnation: inc}
 }
 
+// checkMigration tells the end node how this node's migration goes: once its old range is
+// handed over, and once it has joined again.
+func (b *Balancer) checkMigration() {
+	mg := b.migrating
+	if mg == nil {
+		return
+	}
+	state := b.sg.State()
+	if !mg.left && (state == skipgraph.StateNew || state == skipgraph.StateJoining || b.sg.Self().Incarnation != mg.incarnation) {
+		mg.left = true
+		b.send(mg.end, mg.wave, &pb.MigDone{Left: true})
+	}
+	if state == skipgraph.StateActive && b.sg.Self().Incarnation != mg.incarnation {
+		b.migrating = nil
+		b.send(mg.end, mg.wave, &pb.MigDone{Ok: true})
+		b.unlock(mg.wave)
+	}
+}
+
 func (b *Balancer) onMigDone(wave uint64, d *pb.MigDone) {
 	if b.ib.placing == wave {
+		if d.Left {
+			return
+		}
 		b.ib.placing = 0
 		if d.Ok {
 			b.Stats.MIG++
@@ -909,12 +943,24 @@ func (b *Balancer) onMigDone(wave uint64, d *pb.MigDone) {
 	if e == nil || e.wave != wave {
 		return
 	}
+	if d.Left {
+		if e.ordered < len(e.splits) {
+			b.orderMigrant(e)
+		}
+		return
+	}
 	if d.Ok {
 		e.migs++
 		b.Stats.MIG++
 	}
-	e.next++
-	b.orderMigrant(e)
+	e.done++
+	if e.ordered == e.done && e.ordered < len(e.splits) {
+		b.orderMigrant(e) // the migrant failed before it left: the next one goes now
+		return
+	}
+	if e.done == len(e.splits) {
+		b.finishEnd(e, true)
+	}
 }
 
 // finishEnd ends the wave at its end node: the remote nodes not used go free, and the
@@ -924,7 +970,7 @@ func (b *Balancer) finishEnd(e *endState, ok bool) {
 	if e.m.ID != "" && e.migrants != nil {
 		b.send(e.m.ID, e.wave, &pb.Release{Reason: "wave over"})
 	}
-	for _, p := range e.migrants[min(e.next, len(e.migrants)):] {
+	for _, p := range e.migrants[min(e.ordered, len(e.migrants)):] {
 		b.send(p.ID, e.wave, &pb.Release{Reason: "wave over"})
 	}
 	b.unlock(e.wave)

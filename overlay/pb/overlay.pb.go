@@ -3281,10 +3281,12 @@ func (x *MigOrder) GetBelow() bool {
 	return false
 }
 
-// MigDone tells the end node that a migrant has joined next to it (ok) or could not.
+// MigDone tells the end node that a migrant has handed its range over and is joining (left), or
+// that it has joined next to it (ok) or could not.
 type MigDone struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Ok            bool                   `protobuf:"varint,1,opt,name=ok,proto3" json:"ok,omitempty"`
+	Left          bool                   `protobuf:"varint,2,opt,name=left,proto3" json:"left,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3322,6 +3324,13 @@ func (*MigDone) Descriptor() ([]byte, []int) {
 func (x *MigDone) GetOk() bool {
 	if x != nil {
 		return x.Ok
+	}
+	return false
+}
+
+func (x *MigDone) GetLeft() bool {
+	if x != nil {
+		return x.Left
 	}
 	return false
 }
@@ -3862,9 +3871,10 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\bMigOrder\x122\n" +
 	"\x06target\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x06target\x12\x14\n" +
 	"\x05split\x18\x02 \x01(\fR\x05split\x12\x14\n" +
-	"\x05below\x18\x03 \x01(\bR\x05below\"\x19\n" +
+	"\x05below\x18\x03 \x01(\bR\x05below\"-\n" +
 	"\aMigDone\x12\x0e\n" +
-	"\x02ok\x18\x01 \x01(\bR\x02ok\"{\n" +
+	"\x02ok\x18\x01 \x01(\bR\x02ok\x12\x12\n" +
+	"\x04left\x18\x02 \x01(\bR\x04left\"{\n" +
 	"\bWaveDone\x12\x0e\n" +
 	"\x02ok\x18\x01 \x01(\bR\x02ok\x12)\n" +
 	"\x03dir\x18\x02 \x01(\x0e2\x17.skiprange.overlay.SideR\x03dir\x12\x14\n" +
