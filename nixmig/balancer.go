@@ -33,6 +33,10 @@ type Stats struct {
 	Locked                             time.Duration // total time held by locks
 }
 
+// MaxLeaseFactor bounds every lease: no lock lasts longer than MaxLeaseFactor·Config.Lease
+// without renewal.
+const MaxLeaseFactor = 6
+
 // role is what a lock makes a node do for its wave.
 type role uint8
 
@@ -647,7 +651,9 @@ func (b *Balancer) remoteLock(e *endState, m overlay.Peer) {
 func (b *Balancer) onRemoteLock(from overlay.Peer, wave uint64, r *pb.RemoteLock) {
 	end := overlay.NodeID(r.End.Id)
 	l := b.load.Load(b.env.Now())
-	lease := b.cfg.Lease * time.Duration(r.Want+2)
+	// M and the migrants wait for the NIX chain and the migrations before them; a long wave
+	// still gets a bounded lease.
+	lease := b.cfg.Lease * time.Duration(min(r.Want+2, MaxLeaseFactor))
 	if r.M == nil {
 		if !b.idle() || l >= b.cfg.Thres || end == b.sg.ID() {
 			b.send(end, wave, &pb.RemoteReply{Reason: "candidate not idle or not underloaded"})

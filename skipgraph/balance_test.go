@@ -1013,9 +1013,7 @@ func TestMigrateBelow(t *testing.T) {
 	if p, _ := nw.nodes["d"].Neighbors(0); p.ID != "b" {
 		t.Fatalf("the target's predecessor is %s", p.ID)
 	}
-	// The target's former predecessor links the migrant once it pinged its successor (the
-	// migrant's own word to it is refused: see TestJoinBelowPredecessorLinksAtOnce).
-	nw.advanceChecked(2*nw.cfg.ProbeInterval, nw.checkNoOverlap)
+	// The migrant told the target's former predecessor to link it.
 	if _, s := nw.nodes["c"].Neighbors(0); s.ID != "b" {
 		t.Fatalf("the target's former predecessor links %s", s.ID)
 	}
@@ -1109,10 +1107,11 @@ func TestMigrateBelowNeighborUpdateLost(t *testing.T) {
 // join carry its new incarnation; its former predecessor, which takes its range, must not take
 // that for a restart of the node it linked to and report the range lost.
 func TestMigrateNoRangeLost(t *testing.T) {
-	t.Skip("BUG: the leave handoff's HandoffCommit is sent after rejoin() gave the migrant its new incarnation " +
-		"(handoff.go onHandoffAck: x.onFlip → left → rejoin, then sendCommit stamps the new selfRef); the predecessor's " +
-		"learn() sees another incarnation of its level-0 successor and runs linksFailed: EventRangeLost for the migrant's " +
-		"whole range, which stays marked lost (reads of absent keys there answer STATUS_LOST, scans are Incomplete)")
+	t.Skip("BUG: the leave handoff's HandoffCommit (and the migrant's JoinRequest) are sent after rejoin() gave the " +
+		"migrant its new incarnation (handoff.go onHandoffAck: x.onFlip → left → rejoin, then sendCommit stamps the new " +
+		"selfRef); the predecessor's learn() sees another incarnation of its level-0 successor and runs linksFailed: " +
+		"EventRangeLost for the migrant's whole range, which stays marked lost (reads of absent keys there answer " +
+		"STATUS_LOST, scans are Incomplete)")
 	for _, below := range []bool{false, true} {
 		t.Run(fmt.Sprintf("below=%v", below), func(t *testing.T) {
 			nw := fiveNodes(t)
@@ -1229,13 +1228,10 @@ func TestMigrateRefused(t *testing.T) {
 
 // TestJoinBelowPredecessorLinksAtOnce: a node that joins below its giver tells its new
 // predecessor (the giver's former one) to link to it (joined, HANDOFF_JOIN_BELOW). That word
-// must be taken: the new node starts exactly where the predecessor's range ends, so the
-// predecessor's range does not change.
+// must be taken, without a conflict: the new node starts exactly where the predecessor's range
+// ends, so the predecessor's range does not change. (It was refused until onNeighborUpdate
+// accepted a level-0 successor starting at the range's end.)
 func TestJoinBelowPredecessorLinksAtOnce(t *testing.T) {
-	t.Skip("BUG: onNeighborUpdate (maintain.go, case l == 0 && SIDE_SUCC) refuses every level-0 successor update " +
-		"unless it names the receiver itself, so the NeighborUpdate that joined() sends for HANDOFF_JOIN_BELOW is always " +
-		"refused (EventConflict \"refused level-0 successor update\"); the predecessor links the joiner only after its " +
-		"next ping (pong rule)")
 	nw := fiveNodes(t)
 	if err := nw.nodes["b"].Migrate("d", k(3500), true); err != nil {
 		t.Fatal(err)
@@ -1300,38 +1296,60 @@ func TestMigrateSplitTaken(t *testing.T) {
 	nw.checkRing()
 }
 
-// TestTwoJoinsBelowSameNode: two migrants join below d one after the other, before d's former
-// predecessor c pinged: b takes [3000, 3500) and d moves up to 3500, then a takes [3500, 3800)
-// and d moves up to 3800. c still ends at 3000, where b starts; it must link b in the end. (The
-// balancer's MIG phase places migrants consecutively, each next to the one before: the same
-// pattern.)
-func TestTwoJoinsBelowSameNode(t *testing.T) {
+// TestPredecessorMissesTwoJoins: a migrant joins below d (b takes [3000, 3500), d moves up to
+// 3500), and before d's former predecessor c pinged, a second node joins next to it: below d
+// again (a takes [3500, 3800)), or above the first migrant (a takes [3200, 3500)). The joiners'
+// NeighborUpdates to their new predecessors are lost (or, as in the property test, sent to a
+// predecessor that has just left). c still ends at 3000, where b starts; pings must make it link
+// b. (The balancer's MIG phase places migrants consecutively, each next to the one before: the
+// same pattern.)
+func TestPredecessorMissesTwoJoins(t *testing.T) {
 	t.Skip("BUG: the pong rule (maintain.go onPong, \"It starts where this range ends\") only links the successor's " +
-		"predecessor when it starts exactly where this range ends; after two joins below the same node, c's successor d " +
-		"names a (at 3500) while c ends at 3000 where b starts: the intruder check of a neither links nor re-admits it, " +
-		"the learn rule keeps c's record of d at 3000, and c never links b (level-0 ring and higher rings stay broken)")
-	nw := fiveNodes(t)
-	if err := nw.nodes["b"].Migrate("d", k(3500), true); err != nil {
-		t.Fatal(err)
+		"predecessor when that one starts exactly where this range ends. With two new nodes between c's end and d, d's " +
+		"pong names the second one, which starts past c's end: the intruder check neither links nor re-admits it, the " +
+		"learn rule (succStartMovedUp) keeps c's record of d at 3000, and c never links b: the level-0 ring and the " +
+		"rings above stay broken (found by TestBalanceProperties, seed 13560650586095986862, where the first joiner's " +
+		"predecessor was itself migrating away and its NeighborUpdate went to a node that had left)")
+	for _, c := range []struct {
+		name  string
+		split int
+		below bool
+		want  map[overlay.NodeID]overlay.Range
+	}{
+		{"below, then below the target again", 3800, true, map[overlay.NodeID]overlay.Range{
+			"e": {Start: k(4000), End: k(2000)}, // a held b's former range too; both went to e, over the seam
+			"c": {Start: k(2000), End: k(3000)}, "b": {Start: k(3000), End: k(3500)},
+			"a": {Start: k(3500), End: k(3800)}, "d": {Start: k(3800), End: k(4000)}}},
+		{"below, then above the first migrant", 3200, false, map[overlay.NodeID]overlay.Range{
+			"e": {Start: k(4000), End: k(2000)},
+			"c": {Start: k(2000), End: k(3000)}, "b": {Start: k(3000), End: k(3200)},
+			"a": {Start: k(3200), End: k(3500)}, "d": {Start: k(3500), End: k(4000)}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			nw := fiveNodes(t)
+			// The joiners' word to their new predecessors is lost: only pings can repair.
+			nw.drop = func(s sentMsg) bool {
+				u := s.m.GetNeighborUpdate()
+				return u != nil && u.Level == 0 && u.Side == pb.Side_SIDE_SUCC
+			}
+			if err := nw.nodes["b"].Migrate("d", k(3500), true); err != nil {
+				t.Fatal(err)
+			}
+			nw.runChecked(nw.checkNoOverlap)
+			if err := nw.nodes["a"].Migrate("d", k(c.split), c.below); err != nil {
+				t.Fatal(err)
+			}
+			nw.runChecked(nw.checkNoOverlap)
+			nw.drop = nil
+			nw.checkRanges(c.want)
+			nw.advanceChecked(3*time.Minute, nw.checkNoOverlap)
+			if _, s := nw.nodes["c"].Neighbors(0); s.ID != "b" {
+				t.Errorf("c's successor is %s (recorded at %d), want b", s.ID, overlay.KeyUint64(s.Start))
+			}
+			nw.checkRing()
+			nw.checkLevels()
+		})
 	}
-	nw.runChecked(nw.checkNoOverlap)
-	if err := nw.nodes["a"].Migrate("d", k(3800), true); err != nil {
-		t.Fatal(err)
-	}
-	nw.runChecked(nw.checkNoOverlap)
-	nw.checkRanges(map[overlay.NodeID]overlay.Range{
-		"e": {Start: k(4000), End: k(2000)}, // a held b's former range too; both went to e, over the seam
-		"c": {Start: k(2000), End: k(3000)},
-		"b": {Start: k(3000), End: k(3500)},
-		"a": {Start: k(3500), End: k(3800)},
-		"d": {Start: k(3800), End: k(4000)},
-	})
-	nw.advanceChecked(3*time.Minute, nw.checkNoOverlap)
-	if _, s := nw.nodes["c"].Neighbors(0); s.ID != "b" {
-		t.Errorf("c's successor is %s (recorded at %d), want b", s.ID, overlay.KeyUint64(s.Start))
-	}
-	nw.checkRing()
-	nw.checkLevels()
 }
 
 // TestObserverSeesMigration: a migration is two handoffs, and the load statistics travel with
@@ -1436,5 +1454,87 @@ func TestNIXCrossing(t *testing.T) {
 	nw.runChecked(nw.checkNoOverlap)
 	if bc.calls != 2 || !bc.ok || nw.nodes["c"].Range() != (overlay.Range{Start: k(1500), End: k(3000)}) {
 		t.Fatalf("second NIX: %+v, c owns %s", bc, nw.nodes["c"].Range())
+	}
+}
+
+// TestMigrateToPredecessorAfterNIX: b hands [1500, 2000) to its successor c, then migrates
+// next to its predecessor a (above, at 500) before a pinged it. a takes b's range by the leave
+// handoff; it must never, even for a moment, believe it owns c's new lower part [1500, 2000).
+func TestMigrateToPredecessorAfterNIX(t *testing.T) {
+	t.Skip("BUG (same cause as TestMigrateNoRangeLost): the migrant's JoinRequest to a, sent with its new " +
+		"incarnation before the leave's HandoffCommit, makes a run linksFailed(b): a takes its successor list's next " +
+		"entry, c recorded at its old start 2000, as successor and owns [\"\", 2000) over c's [1500, 3000) until the " +
+		"commit arrives (found by TestBalanceProperties, seed 8679373114800191564)")
+	nw := fiveNodes(t)
+	b := nw.nodes["b"]
+	var done nixDone
+	if err := b.GiveNIX(true, k(1500), pb.Cause_CAUSE_BALANCE, done.fn()); err != nil {
+		t.Fatal(err)
+	}
+	nw.runChecked(nw.checkNoOverlap)
+	if !done.ok {
+		t.Fatalf("NIX: %+v", done)
+	}
+	if err := b.Migrate("a", k(500), false); err != nil {
+		t.Fatal(err)
+	}
+	nw.runChecked(nw.checkNoOverlap)
+	nw.checkRanges(map[overlay.NodeID]overlay.Range{
+		"a": {Start: "", End: k(500)}, "b": {Start: k(500), End: k(1500)}, "c": {Start: k(1500), End: k(3000)},
+		"d": {Start: k(3000), End: k(4000)}, "e": {Start: k(4000), End: ""},
+	})
+	nw.checkRing()
+}
+
+// TestReadReachesJoinerBeforeCommit: the giver of a join flips and forwards reads for the piece
+// to the joiner; until the joiner commits (the first commit is lost here; on a network with
+// jitter a read may simply overtake it) nobody else links it. A read must then wait at the
+// joiner for the commit, as it does at a NIX or leave receiver, and be answered: whether it
+// comes through the giver (c's read goes to d, which forwards to the joiner) or from the
+// joiner's successor-to-be (e's read walks counter-clockwise from e to d).
+func TestReadReachesJoinerBeforeCommit(t *testing.T) {
+	t.Skip("BUG: route.go nextHop, in the window between a join's flip and its commit: (1) the joiner checks " +
+		"!n.Owns() (drop) — or, a migrant, forwards to its old range's new owner — before n.in.piece (hold), so a read " +
+		"the giver forwards is dropped (STATUS_ERROR \"no route to the owner\"; found by TestBalanceProperties, seed " +
+		"15409086011974206779) or sent round the ring; (2) a counter-clockwise walk (from the joiner's successor, whose " +
+		"predecessor is still the giver) passes the giver, whose range no longer holds the key, and circles the ring " +
+		"until the commit or MaxHops (STATUS_HOP_LIMIT here, where delivery is instant)")
+	for _, migrate := range []bool{false, true} {
+		for _, from := range []overlay.NodeID{"c", "e"} {
+			t.Run(fmt.Sprintf("migrant=%v/from=%s", migrate, from), func(t *testing.T) {
+				nw := fiveNodes(t)
+				joiner := overlay.NodeID("b")
+				first := true
+				nw.drop = func(s sentMsg) bool {
+					if s.m.GetHandoffCommit() != nil && s.to == joiner && first {
+						first = false
+						return true
+					}
+					return false
+				}
+				if migrate {
+					if err := nw.nodes["b"].Migrate("d", k(3500), false); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					joiner = "f"
+					if err := nw.add("f").Join("a", k(3500)); err != nil { // d's middle item is 3500
+						t.Fatal(err)
+					}
+				}
+				nw.run()
+				j := nw.nodes[joiner]
+				if j.State() != StateJoining || !j.Busy() || nw.nodes["d"].Range() != (overlay.Range{Start: k(3000), End: k(3500)}) {
+					t.Fatalf("joiner %s busy %v; d owns %s", j.State(), j.Busy(), nw.nodes["d"].Range())
+				}
+				get := nw.nodes[from].Get(k(3700))
+				nw.run()
+				nw.advance(time.Minute) // the commit is repeated
+				r := nw.envs[from].result(t, get)
+				if r.Status != pb.Status_STATUS_OK || r.Owner != joiner || string(r.Value) != string(val(3700)) {
+					t.Fatalf("get 3700 from %s during the join: %v %q at %s (%s, %d hops)", from, r.Status, r.Value, r.Owner, r.Err, r.Hops)
+				}
+			})
+		}
 	}
 }

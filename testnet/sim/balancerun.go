@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/skiprange/skiprange/nixmig"
 	"github.com/skiprange/skiprange/node"
 	"github.com/skiprange/skiprange/overlay"
 	"github.com/skiprange/skiprange/overlay/pb"
@@ -332,7 +333,7 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 	for _, s := range nw.order {
 		s.node.Balancer.Stop()
 	}
-	nw.RunFor(p.Net.Node.Balance.Lease * 8)
+	nw.RunFor(p.Net.Node.Balance.Lease * (nixmig.MaxLeaseFactor + 2))
 	res.Check = h.checkBalanced()
 	res.Wall = time.Since(wall).Seconds()
 	return res, nil
