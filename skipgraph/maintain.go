@@ -212,6 +212,14 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 		}
 		if overlay.StrictlyBetween(n.self.Start, from.Start, n.end()) {
 			n.readmit(from)
+			return
+		}
+		// It lies beyond this range's end: more than one node joined below the successor. Its
+		// own predecessor is closer; check that one next.
+		if theirPred := overlay.PeerFromPB(p.Pred); !theirPred.IsZero() && theirPred.ID != n.self.ID &&
+			overlay.StrictlyBetween(n.self.Start, theirPred.Start, from.Start) {
+			n.maintain.intruder = theirPred.ID
+			n.maintain.intruderSeq = n.ping(theirPred, 0, true)
 		}
 		return
 	}

@@ -129,9 +129,15 @@ func (n *Node) onJoinRefused(r *pb.JoinRefused) {
 	if n.state != StateJoining || n.in != nil {
 		return
 	}
-	if r.Reason == refusePosition && !n.join.exact {
-		// Another node starts at our position: move a little clockwise.
-		n.join.position += overlay.Key([]byte{byte(n.env.Rand().IntN(256))})
+	if r.Reason == refusePosition {
+		if n.join.exact {
+			// A migration's split is some node's start by now: let the owner of the position
+			// choose where to cut instead of asking for the same key for ever.
+			n.join.exact = false
+		} else {
+			// Another node starts at our position: move a little clockwise.
+			n.join.position += overlay.Key([]byte{byte(n.env.Rand().IntN(256))})
+		}
 	}
 	n.retryJoinLater()
 }
@@ -319,6 +325,9 @@ func (n *Node) Migrate(target overlay.NodeID, split overlay.Key, below bool) err
 	if err := n.checkKey(split); err != nil {
 		return fmt.Errorf("migrate split: %w", err)
 	}
+	if n.state != StateActive {
+		return fmt.Errorf("migrate: node is %s", n.state)
+	}
 	n.leave.then = &migration{target: target, split: split, below: below}
 	n.leave.cause = pb.Cause_CAUSE_BALANCE
 	if err := n.Leave(); err != nil {
@@ -372,6 +381,13 @@ func (n *Node) tryLeave() {
 		return
 	}
 	x.onFlip = func() { n.left(pred) }
+	x.onDone = func() {
+		// A migration joins again only once the predecessor confirmed it took the range: until
+		// then the commit goes out under the incarnation the predecessor linked to.
+		if m := n.leave.then; m != nil {
+			n.rejoin(m)
+		}
+	}
 	x.onAbort = func(string) {
 		n.leave.attempts++
 		n.env.SetTimer(n.backoff(n.cfg.JoinBackoff, n.leave.attempts), overlay.Timer{Kind: timerLeave})
@@ -394,9 +410,8 @@ func (n *Node) left(receiver overlay.Peer) {
 			n.updateNeighbor(s.ID, l, pb.Side_SIDE_PRED, p, n.self.ID, n.leave.cause)
 		}
 	}
-	if m := n.leave.then; m != nil {
-		n.rejoin(m)
-		return
+	if n.leave.then != nil {
+		return // joins again when the commit is confirmed
 	}
 	n.env.SetTimer(n.cfg.Linger, overlay.Timer{Kind: timerLinger})
 }

@@ -21,6 +21,9 @@ const (
 // range turns the message into a counter-clockwise walk along level 0, which ends at the owner.
 // It updates r's routing fields for the hop it returns.
 func (n *Node) nextHop(r *pb.Route) (hop, overlay.NodeID) {
+	if n.in != nil && n.in.acked && n.in.piece.Contains(overlay.Key(r.Key)) && !(n.Owns() && n.Range().Contains(overlay.Key(r.Key))) {
+		return hopHold, ""
+	}
 	if n.state == StateLeft || (n.state == StateJoining && n.leave.handedTo != "") {
 		if n.leave.handedTo == "" {
 			return hopDrop, ""
@@ -42,6 +45,16 @@ func (n *Node) nextHop(r *pb.Route) (hop, overlay.NodeID) {
 		return hopDrop, ""
 	}
 	pred := n.levels[0].pred
+	if r.WalkCcw && r.HasPrev && (overlay.Range{Start: n.self.Start, End: overlay.Key(r.PrevStart)}).Contains(k) {
+		// The walk passed the key: it lies between this node's range and the node the walk came
+		// from, in a piece this node handed on clockwise.
+		r.WalkCcw = false
+		if best := n.closestPreceding(k); !best.IsZero() {
+			r.PrevStart = []byte(n.self.Start)
+			r.Hops++
+			return hopForward, best.ID
+		}
+	}
 	behind := r.WalkCcw ||
 		(r.HasPrev && overlay.StrictlyBetween(overlay.Key(r.PrevStart), k, n.self.Start)) ||
 		(!pred.IsZero() && pred.ID != n.self.ID && (overlay.Range{Start: pred.Start, End: n.self.Start}).Contains(k))
@@ -51,6 +64,7 @@ func (n *Node) nextHop(r *pb.Route) (hop, overlay.NodeID) {
 			return hopDrop, ""
 		}
 		r.WalkCcw = true
+		r.PrevStart, r.HasPrev = []byte(n.self.Start), true
 		r.Hops++
 		return hopForward, pred.ID
 	}
