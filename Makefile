@@ -15,8 +15,8 @@ build: ## build every command into bin/
 test: lint ## vet, format check, and every test (the CI command)
 	$(GO) test -count=1 -timeout 20m ./...
 
-test-props: ## explore 3,000 random fault schedules of the overlay property test (a few minutes)
-	SKIPRANGE_RANDOM_PROPS=1 $(GO) test -count=1 -timeout 60m ./testnet/sim/ -run TestOverlayProperties -rapid.checks=3000 -v
+test-props: ## explore 3,000 random schedules each of the overlay and balancing property tests (minutes)
+	SKIPRANGE_RANDOM_PROPS=1 $(GO) test -count=1 -timeout 90m ./testnet/sim/ -run 'TestOverlayProperties|TestBalanceProperties' -rapid.checks=3000 -v
 
 test-short: ## quick tests only
 	$(GO) test -count=1 -short ./...
