@@ -371,7 +371,7 @@ func printBalance(w io.Writer, doc balanceDoc, p sim.BalanceParams) {
 	fmt.Fprintf(t, "overloaded\t%d → %d nodes\n", r.OverloadedStart, r.OverloadedEnd)
 	fmt.Fprintf(t, "queries\t%d issued, %d failed\n", r.Queries, r.QueriesFailed)
 	if p.CrashFraction > 0 {
-		fmt.Fprintf(t, "crash\t%d nodes, %.0f s after the warm-up\n", r.Crashed, p.CrashAfter.Seconds())
+		fmt.Fprintf(t, "crash\t%d nodes, %.0f s after the warm-up; %d items lost with them (no replication yet)\n", r.Crashed, p.CrashAfter.Seconds(), r.ItemsLost)
 	}
 	fmt.Fprintf(t, "check\t%s\n", r.Check)
 	fmt.Fprintf(t, "wall time\t%.1f s\n", r.Wall)

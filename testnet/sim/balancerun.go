@@ -92,6 +92,8 @@ type BalanceResult struct {
 	Queries         int     `json:"queries"`
 	QueriesFailed   int     `json:"queries_failed"`
 	Crashed         int     `json:"crashed"`
+	// ItemsLost counts the keys whose only holder crashed (no replication yet).
+	ItemsLost int `json:"items_lost"`
 	// Check is "ok" when the invariants held at the end, every lock was released and every item
 	// not lost to a crash was readable where it belongs.
 	Check     string     `json:"check"`
@@ -335,6 +337,7 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 	}
 	nw.RunFor(p.Net.Node.Balance.Lease * (nixmig.MaxLeaseFactor + 2))
 	res.Check = h.checkBalanced()
+	res.ItemsLost = len(h.Lost)
 	res.Wall = time.Since(wall).Seconds()
 	return res, nil
 }
