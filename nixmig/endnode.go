@@ -1,0 +1,475 @@
+package nixmig
+
+import (
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/skiprange/skiprange/overlay"
+	"github.com/skiprange/skiprange/overlay/pb"
+	"github.com/skiprange/skiprange/skipgraph"
+)
+
+// The end node's work — the remote wave, the NIX chain it starts, the MIG phase — and the
+// migrants' side (SPEC §6.2–§6.4).
+
+// --- the end node: remote wave (SPEC §6.2) ---
+
+func (b *Balancer) beginEnd(wave uint64, dir pb.Side, chain []overlay.Peer, tmpL float64, ex int) {
+	e := &endState{wave: wave, dir: dir, chain: chain, tmpL: tmpL, exNodes: min(ex, maxChain-1), probes: b.cfg.MaxProbes}
+	b.end = e
+	b.renew(wave, b.cfg.Lease)
+	if e.exNodes > 0 && b.cfg.Algorithm != NIXOnly {
+		b.seekM(e, overlay.Peer{})
+		return
+	}
+	b.startNIX(e)
+}
+
+func (e *endState) involves(id overlay.NodeID) bool {
+	for _, p := range e.chain {
+		if p.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// seekM looks for an underloaded idle node: first in the hint cache (SmartUNL), then by
+// probing random routing-table entries, walking on from the answers (SPEC §7.1). via is the
+// node to probe next, if a probe answer named one.
+func (b *Balancer) seekM(e *endState, via overlay.Peer) {
+	if e.tries >= 3 {
+		b.startNIX(e)
+		return
+	}
+	if b.cfg.SmartUNL && via.IsZero() {
+		if h, ok := b.unl.best(b.env.Now(), e.involves); ok {
+			b.Stats.UNLHits++
+			b.remoteLock(e, h)
+			return
+		}
+	}
+	if e.probes <= 0 {
+		b.startNIX(e)
+		return
+	}
+	target := via
+	if target.IsZero() || target.ID == b.sg.ID() || e.involves(target.ID) {
+		target = b.randomTableEntry(e.involves)
+	}
+	if target.IsZero() {
+		b.startNIX(e)
+		return
+	}
+	e.probes--
+	b.Stats.Probes++
+	b.send(target.ID, e.wave, &pb.Probe{Load: b.load.Load(b.env.Now())})
+}
+
+// randomTableEntry returns a random node of the routing table outside skip.
+func (b *Balancer) randomTableEntry(skip func(overlay.NodeID) bool) overlay.Peer {
+	h := b.sg.Height()
+	for range 4 {
+		if h == 0 {
+			break
+		}
+		pred, succ := b.sg.Neighbors(b.env.Rand().IntN(h))
+		p := pred
+		if b.env.Rand().IntN(2) == 0 {
+			p = succ
+		}
+		if !p.IsZero() && p.ID != b.sg.ID() && (skip == nil || !skip(p.ID)) {
+			return p
+		}
+	}
+	return overlay.Peer{}
+}
+
+func (b *Balancer) onProbe(from overlay.Peer, wave uint64, _ *pb.Probe) {
+	next := b.randomTableEntry(func(id overlay.NodeID) bool { return id == from.ID })
+	reply := &pb.ProbeReply{Load: b.load.Load(b.env.Now()), Thres: b.cfg.Thres, Idle: b.idle()}
+	if !next.IsZero() {
+		reply.Next = next.ToPB()
+	}
+	b.send(from.ID, wave, reply)
+}
+
+func (b *Balancer) onProbeReply(from overlay.Peer, wave uint64, r *pb.ProbeReply) {
+	if b.ib.probe == wave && wave != 0 {
+		b.onIBProbeReply(from, r)
+		return
+	}
+	e := b.end
+	if e == nil || e.wave != wave || e.m.ID != "" {
+		return
+	}
+	if r.Idle && r.Load < r.Thres && !e.involves(from.ID) {
+		b.remoteLock(e, from)
+		return
+	}
+	var via overlay.Peer
+	if r.Next != nil {
+		via = overlay.PeerFromPB(r.Next)
+	}
+	b.seekM(e, via)
+}
+
+func (b *Balancer) remoteLock(e *endState, m overlay.Peer) {
+	e.tries++
+	e.m = m
+	b.Stats.RemoteTries++
+	b.send(m.ID, e.wave, &pb.RemoteLock{End: b.sg.Self().ToPB(), Want: uint32(e.exNodes)})
+}
+
+// onRemoteLock reserves this node as M (first request) or as a migrant after M.
+func (b *Balancer) onRemoteLock(from overlay.Peer, wave uint64, r *pb.RemoteLock) {
+	end := overlay.NodeID(r.End.Id)
+	l := b.load.Load(b.env.Now())
+	// M and the migrants wait for the NIX chain and the migrations before them; a long wave
+	// still gets a bounded lease.
+	lease := b.cfg.Lease * time.Duration(min(r.Want+2, MaxLeaseFactor))
+	if r.M == nil {
+		if !b.idle() || l >= b.cfg.Thres || end == b.sg.ID() {
+			b.send(end, wave, &pb.RemoteReply{Reason: "candidate not idle or not underloaded"})
+			return
+		}
+		b.lockFor(wave, roleRemote, lease)
+		self := b.sg.Self().ToPB()
+		_, succ := b.sg.Neighbors(0)
+		if r.Want == 0 || succ.IsZero() || succ.ID == b.sg.ID() {
+			b.send(end, wave, &pb.RemoteReply{M: self})
+			return
+		}
+		b.send(succ.ID, wave, &pb.RemoteLock{End: r.End, Want: r.Want, AccLoad: l, MThres: b.cfg.Thres, M: self})
+		return
+	}
+	reply := &pb.RemoteReply{M: r.M, Migrants: r.Migrants}
+	if !b.idle() || end == b.sg.ID() || r.AccLoad+l >= r.MThres {
+		b.send(end, wave, reply)
+		return
+	}
+	b.lockFor(wave, roleMigrant, lease)
+	migrants := append(r.Migrants, b.sg.Self().ToPB())
+	_, succ := b.sg.Neighbors(0)
+	if len(migrants) >= int(r.Want) || succ.IsZero() || succ.ID == b.sg.ID() {
+		b.send(end, wave, &pb.RemoteReply{M: r.M, Migrants: migrants})
+		return
+	}
+	b.send(succ.ID, wave, &pb.RemoteLock{End: r.End, Want: r.Want, AccLoad: r.AccLoad + l, MThres: r.MThres, M: r.M, Migrants: migrants})
+}
+
+func (b *Balancer) onRemoteReply(wave uint64, r *pb.RemoteReply) {
+	e := b.end
+	if e == nil || e.wave != wave || e.migrants != nil {
+		return
+	}
+	if r.M == nil {
+		e.m = overlay.Peer{}
+		b.seekM(e, overlay.Peer{})
+		return
+	}
+	b.Stats.RemoteAccepted++
+	e.m = overlay.PeerFromPB(r.M)
+	e.migrants = peersFromPB(r.Migrants)
+	if len(e.migrants) == 0 {
+		b.send(e.m.ID, wave, &pb.Release{Reason: "no migrants"})
+	}
+	b.startNIX(e)
+}
+
+// --- NIX chain (SPEC §6.3) ---
+
+func (b *Balancer) startNIX(e *endState) {
+	if e.migrants == nil {
+		e.migrants = []overlay.Peer{}
+	}
+	b.renew(e.wave, b.cfg.Lease)
+	b.send(e.chain[0].ID, e.wave, &pb.NixTurn{Dir: e.dir, Chain: peersToPB(e.chain), Index: 0})
+}
+
+func (b *Balancer) onNixTurn(wave uint64, t *pb.NixTurn) {
+	chain := peersFromPB(t.Chain)
+	i := int(t.Index)
+	if i >= len(chain) {
+		return
+	}
+	last := chain[len(chain)-1].ID
+	if b.lock.wave != wave {
+		// This node's lock ran out: the wave cannot go on.
+		b.send(last, wave, &pb.Release{Abort: true, Reason: "chain member lost its lock"})
+		return
+	}
+	if i == len(chain)-1 {
+		if e := b.end; e != nil && e.wave == wave {
+			b.migPhase(e)
+		}
+		return
+	}
+	b.renew(wave, b.cfg.Lease)
+	pass := func() {
+		b.unlock(wave)
+		b.send(chain[i+1].ID, wave, &pb.NixTurn{Dir: t.Dir, Chain: t.Chain, Index: t.Index + 1})
+	}
+	want := moved(b.load.Load(b.env.Now()), b.cfg.Thres, b.cfg.OverThres, b.cfg.A)
+	if want <= 0 {
+		pass()
+		return
+	}
+	split, ok := b.nixSplit(t.Dir == pb.Side_SIDE_SUCC, want)
+	if !ok {
+		pass()
+		return
+	}
+	err := b.sg.GiveNIX(t.Dir == pb.Side_SIDE_SUCC, split, pb.Cause_CAUSE_BALANCE, func(ok bool, _ int) {
+		if !ok {
+			b.unlock(wave)
+			b.send(last, wave, &pb.Release{Abort: true, Reason: "nix aborted"})
+			return
+		}
+		b.Stats.NIX++
+		pass()
+	})
+	if err != nil {
+		b.unlock(wave)
+		b.send(last, wave, &pb.Release{Abort: true, Reason: err.Error()})
+	}
+}
+
+// ownKeys returns the keys of the node's range in order from its start.
+func (b *Balancer) ownKeys() []overlay.Key {
+	var keys []overlay.Key
+	_ = b.store.Ascend(b.sg.Range(), func(k overlay.Key, _ []byte) bool {
+		keys = append(keys, k)
+		return true
+	})
+	return keys
+}
+
+// nixSplit picks the split key of a NIX carrying want to the successor (up) or the predecessor
+// (SPEC §4 step 1): the shortest piece from the end touching the helper whose load reaches want,
+// never the whole range — short of load, all but the key farthest from the helper.
+func (b *Balancer) nixSplit(up bool, want float64) (overlay.Key, bool) {
+	keys := b.ownKeys()
+	if len(keys) < 2 {
+		return "", false
+	}
+	split, _, _, ok := b.cutPiece(keys, up, want)
+	if up && (!ok || split == keys[0]) {
+		split = keys[1]
+	}
+	if !up && (!ok || split > keys[len(keys)-1] || split == keys[len(keys)-1]) {
+		split = keys[len(keys)-1]
+	}
+	if split == b.sg.Range().Start {
+		return "", false
+	}
+	return split, true
+}
+
+// cutPiece finds the shortest piece carrying want from the upper end (up) or the lower end of
+// the keys; it returns the split key, the piece's load and key count.
+func (b *Balancer) cutPiece(keys []overlay.Key, up bool, want float64) (overlay.Key, float64, int, bool) {
+	now := b.env.Now()
+	if up {
+		desc := func(yield func(overlay.Key) bool) {
+			for i := len(keys) - 1; i >= 0; i-- {
+				if !yield(keys[i]) {
+					return
+				}
+			}
+		}
+		split, got, n, ok := b.load.SplitDown(desc, want, now)
+		return split, got, n, ok
+	}
+	asc := func(yield func(overlay.Key) bool) {
+		for _, k := range keys {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+	split, got, n, ok := b.load.SplitUp(asc, want, now)
+	return split, got, n, ok
+}
+
+// --- MIG phase (SPEC §6.4) ---
+
+// migPhase starts the migrations. The end node cuts its range for all of them at once — the
+// i-th migrant's piece carries the i-th share counted from the side SmartRNP chose — and orders
+// them one after another, each as soon as the one before has handed its old range over: the
+// leaves chain towards M one at a time, while the joins next to the end node overlap with them.
+func (b *Balancer) migPhase(e *endState) {
+	b.renew(e.wave, b.cfg.Lease)
+	r := len(e.migrants)
+	l := b.load.Load(b.env.Now())
+	if r == 0 || l <= b.cfg.Thres {
+		b.finishEnd(e, true)
+		return
+	}
+	if b.cfg.FaithfulMigShare {
+		e.share = e.tmpL / float64(r)
+	} else {
+		e.share = l / float64(r+1)
+	}
+	keys := b.ownKeys()
+	e.below = b.placeBelow(keys, e.share)
+	e.splits = b.migSplits(keys, e.below, e.share, r)
+	if len(e.splits) == 0 {
+		b.finishEnd(e, true)
+		return
+	}
+	b.orderMigrant(e)
+}
+
+// orderMigrant sends the next migration order.
+func (b *Balancer) orderMigrant(e *endState) {
+	i := e.ordered
+	e.ordered++
+	b.renew(e.wave, b.cfg.Lease)
+	b.send(e.migrants[i].ID, e.wave, &pb.MigOrder{Target: b.sg.Self().ToPB(), Split: []byte(e.splits[i]), Below: e.below})
+}
+
+// placeBelow is SmartRNP (SPEC §7.2): the migrant goes to the side whose piece carrying share
+// holds fewer keys (or as the experiment's placement option says).
+func (b *Balancer) placeBelow(keys []overlay.Key, share float64) bool {
+	switch b.cfg.Placement {
+	case PlaceRandom:
+		return b.env.Rand().IntN(2) == 0
+	}
+	_, _, nUp, _ := b.cutPiece(keys, true, share)
+	_, _, nDown, _ := b.cutPiece(keys, false, share)
+	below := nDown < nUp
+	if b.cfg.Placement == PlaceAdversarial {
+		return !below
+	}
+	return below
+}
+
+// migSplits cuts the end node's range for up to r migrants, each piece carrying share, from the
+// upper end (migrants join above, the first one outermost) or from the lower end (below). It
+// never hands out the key farthest from that end, and returns fewer cuts when the load runs out.
+func (b *Balancer) migSplits(keys []overlay.Key, below bool, share float64, r int) []overlay.Key {
+	now := b.env.Now()
+	var splits []overlay.Key
+	acc, want := 0.0, share
+	n := len(keys)
+	for j := 0; j < n-1 && len(splits) < r; j++ {
+		k := keys[n-1-j] // from the upper end
+		if below {
+			k = keys[j]
+		}
+		acc += b.load.KeyLoad(k, now)
+		if acc < want {
+			continue
+		}
+		if below {
+			// The piece is [start, k] inclusive: it ends just after k.
+			k += "\x00"
+		}
+		splits = append(splits, k)
+		want += share
+	}
+	return splits
+}
+
+func (b *Balancer) onMigOrder(from overlay.Peer, wave uint64, o *pb.MigOrder) {
+	if b.lock.wave != wave || b.lock.role == roleChain {
+		b.send(from.ID, wave, &pb.MigDone{})
+		return
+	}
+	b.renew(wave, b.cfg.Lease*4)
+	inc := b.sg.Self().Incarnation
+	if err := b.sg.Migrate(overlay.NodeID(o.Target.Id), overlay.Key(o.Split), o.Below); err != nil {
+		b.env.Logger().Info("migration refused", zap.Error(err))
+		b.unlock(wave)
+		b.send(from.ID, wave, &pb.MigDone{})
+		return
+	}
+	b.migrating = &migrating{wave: wave, end: from.ID, incarnation: inc}
+}
+
+// checkMigration tells the end node how this node's migration goes: once its old range is
+// handed over, and once it has joined again.
+func (b *Balancer) checkMigration() {
+	mg := b.migrating
+	if mg == nil {
+		return
+	}
+	state := b.sg.State()
+	if !mg.left && (state == skipgraph.StateNew || state == skipgraph.StateJoining || b.sg.Self().Incarnation != mg.incarnation) {
+		mg.left = true
+		b.send(mg.end, mg.wave, &pb.MigDone{Left: true})
+	}
+	if state == skipgraph.StateActive && b.sg.Self().Incarnation != mg.incarnation {
+		b.migrating = nil
+		b.send(mg.end, mg.wave, &pb.MigDone{Ok: true})
+		b.unlock(mg.wave)
+	}
+}
+
+func (b *Balancer) onMigDone(wave uint64, d *pb.MigDone) {
+	if b.ib.placing == wave {
+		if d.Left {
+			return
+		}
+		b.ib.placing = 0
+		if d.Ok {
+			b.Stats.MIG++
+		}
+		b.unlock(wave)
+		return
+	}
+	e := b.end
+	if e == nil || e.wave != wave {
+		return
+	}
+	if d.Left {
+		if e.ordered < len(e.splits) {
+			b.orderMigrant(e)
+		}
+		return
+	}
+	if d.Ok {
+		e.migs++
+		b.Stats.MIG++
+	}
+	e.done++
+	if e.ordered == e.done && e.ordered < len(e.splits) {
+		b.orderMigrant(e) // the migrant failed before it left: the next one goes now
+		return
+	}
+	if e.done == len(e.splits) {
+		b.finishEnd(e, true)
+	}
+}
+
+// finishEnd ends the wave at its end node: the remote nodes not used go free, and the
+// initiator hears the outcome.
+func (b *Balancer) finishEnd(e *endState, ok bool) {
+	b.end = nil
+	if e.m.ID != "" && e.migrants != nil {
+		b.send(e.m.ID, e.wave, &pb.Release{Reason: "wave over"})
+	}
+	for _, p := range e.migrants[min(e.ordered, len(e.migrants)):] {
+		b.send(p.ID, e.wave, &pb.Release{Reason: "wave over"})
+	}
+	b.unlock(e.wave)
+	b.send(e.chain[0].ID, e.wave, &pb.WaveDone{Ok: ok, Dir: e.dir, Nixes: uint32(e.nixes), Migrations: uint32(e.migs)})
+}
+
+// abortEnd gives up a wave at its end node: everyone still reserved goes free.
+func (b *Balancer) abortEnd(e *endState, reason string) {
+	for i := 1; i < len(e.chain)-1; i++ {
+		b.send(e.chain[i].ID, e.wave, &pb.Release{Reason: reason})
+	}
+	if e.migrants == nil {
+		e.migrants = []overlay.Peer{}
+		if e.m.ID != "" {
+			// A remote lock may be under way: release M (and whatever it reserved expires).
+			b.send(e.m.ID, e.wave, &pb.Release{Reason: reason})
+			e.m = overlay.Peer{}
+		}
+	}
+	b.finishEnd(e, false)
+}

@@ -1,0 +1,217 @@
+package nixmig
+
+import (
+	"math"
+	"time"
+
+	"github.com/skiprange/skiprange/overlay"
+	"github.com/skiprange/skiprange/overlay/pb"
+)
+
+// The initiator and the local wave (SPEC §6.1, §6.5, §7.3).
+
+// --- the initiator ---
+
+func (b *Balancer) onCheck() {
+	if !b.running {
+		return
+	}
+	b.env.SetTimer(b.cfg.CheckInterval, overlay.Timer{Kind: timerCheck})
+	b.checks++
+	now := b.env.Now()
+	if b.checks%64 == 0 {
+		b.load.Compact(now)
+	}
+	b.checkMigration()
+	if b.cfg.Algorithm == ItemBalancing || !b.idle() {
+		return
+	}
+	l := b.load.Load(now)
+	if l <= b.cfg.Thres {
+		return
+	}
+	dir, ok := b.chooseDirection(now)
+	if !ok {
+		return
+	}
+	b.startWave(dir, l)
+}
+
+// chooseDirection picks the side a new wave goes to (SPEC §7.3): the one whose neighbours sent
+// fewer lock requests lately, among the sides not backing off; a coin toss on a tie.
+func (b *Balancer) chooseDirection(now time.Time) (pb.Side, bool) {
+	pred, succ := pb.Side_SIDE_PRED, pb.Side_SIDE_SUCC
+	predOK, succOK := !now.Before(b.backoff[pred].until), !now.Before(b.backoff[succ].until)
+	switch {
+	case predOK && !succOK:
+		return pred, true
+	case succOK && !predOK:
+		return succ, true
+	case !predOK && !succOK:
+		return 0, false
+	}
+	p, s := b.sideValue(pred, now), b.sideValue(succ, now)
+	switch {
+	case p < s:
+		return pred, true
+	case s < p:
+		return succ, true
+	case b.env.Rand().IntN(2) == 0:
+		return pred, true
+	default:
+		return succ, true
+	}
+}
+
+func (b *Balancer) sideValue(s pb.Side, now time.Time) float64 {
+	st := b.sides[s]
+	if st.at.IsZero() {
+		return 0
+	}
+	return st.value * math.Exp2(-now.Sub(st.at).Seconds()/b.cfg.DirectionHalfLife.Seconds())
+}
+
+func (b *Balancer) noteSide(s pb.Side, now time.Time) {
+	b.sides[s] = sideStat{value: b.sideValue(s, now) + 1, at: now}
+}
+
+// neighbour returns the level-0 neighbour on side s.
+func (b *Balancer) neighbour(s pb.Side) overlay.Peer {
+	pred, succ := b.sg.Neighbors(0)
+	if s == pb.Side_SIDE_PRED {
+		return pred
+	}
+	return succ
+}
+
+func opposite(s pb.Side) pb.Side {
+	if s == pb.Side_SIDE_PRED {
+		return pb.Side_SIDE_SUCC
+	}
+	return pb.Side_SIDE_PRED
+}
+
+func (b *Balancer) newWave() uint64 { return b.env.Rand().Uint64() | 1 }
+
+func (b *Balancer) startWave(dir pb.Side, l float64) {
+	wave := b.newWave()
+	b.Stats.WavesStarted++
+	b.initiated[wave] = dir
+	b.lockFor(wave, roleChain, b.cfg.Lease)
+	self := b.sg.Self()
+	b.lock.dir, b.lock.chain, b.lock.tmpL = dir, []overlay.Peer{self}, l
+	if b.cfg.Algorithm == MIGOnly {
+		// No local wave: the initiator is its own end node, its remote wave sized from its load.
+		b.beginEnd(wave, dir, []overlay.Peer{self}, l, b.exNodes(l))
+		return
+	}
+	next := b.neighbour(dir)
+	if next.IsZero() || next.ID == self.ID {
+		b.waveFailed(wave, dir)
+		return
+	}
+	b.send(next.ID, wave, &pb.LockRequest{Dir: dir, Chain: []*pb.NodeRef{self.ToPB()}, TmpLoad: l, Thres: b.cfg.Thres, OverThres: b.cfg.OverThres})
+}
+
+// waveFailed ends a wave that reserved nothing (or whose outcome was a failure) at the
+// initiator: unlock and back off in that direction (SPEC §6.5).
+func (b *Balancer) waveFailed(wave uint64, dir pb.Side) {
+	b.unlock(wave)
+	delete(b.initiated, wave)
+	b.Stats.WavesFailed++
+	bo := &b.backoff[dir]
+	bo.fails++
+	slots := int64(1)<<min(bo.fails, 10) - 1
+	bo.until = b.env.Now().Add(time.Duration(b.env.Rand().Int64N(slots+1)) * b.cfg.HopTime)
+}
+
+func (b *Balancer) onWaveDone(wave uint64, d *pb.WaveDone) {
+	dir, ok := b.initiated[wave]
+	if !ok {
+		return
+	}
+	if !d.Ok {
+		b.waveFailed(wave, dir)
+		return
+	}
+	delete(b.initiated, wave)
+	b.Stats.WavesOK++
+	b.backoff[dir] = backoffState{}
+}
+
+// moved is what a NIX from a node with load l moves on (SPEC §6.1).
+func moved(l, thres, overThres, a float64) float64 {
+	switch {
+	case l > overThres:
+		return a * (l - thres)
+	case l > thres:
+		return l - thres
+	}
+	return 0
+}
+
+// exNodes is how many extra nodes a load l needs besides this one.
+func (b *Balancer) exNodes(l float64) int {
+	if b.cfg.FaithfulExNodes {
+		return max(0, int(math.Floor(l/b.cfg.Thres-1)))
+	}
+	return max(0, int(math.Ceil(l/b.cfg.Thres))-1)
+}
+
+// --- the local wave (SPEC §6.1) ---
+
+func (b *Balancer) onLockRequest(from overlay.Peer, wave uint64, r *pb.LockRequest) {
+	now := b.env.Now()
+	b.noteSide(opposite(r.Dir), now)
+	last := from.ID
+	if !b.idle() || b.inChain(r.Chain) {
+		b.Stats.LockRefusals++
+		b.send(last, wave, &pb.LockRefused{Reason: "busy"})
+		return
+	}
+	self := b.sg.Self()
+	l := b.load.Load(now)
+	tmpL := l + moved(r.TmpLoad, r.Thres, r.OverThres, b.cfg.A)
+	ex := b.exNodes(tmpL)
+	chain := append(peersFromPB(r.Chain), self)
+	b.lockFor(wave, roleChain, b.cfg.Lease)
+	b.lock.dir, b.lock.chain, b.lock.tmpL, b.lock.exNodes = r.Dir, chain, tmpL, ex
+	reserved := len(chain) - 1
+	next := b.neighbour(r.Dir)
+	if tmpL > b.cfg.Thres && reserved < b.cfg.TTL && ex <= b.cfg.TTL && !next.IsZero() && next.ID != self.ID && next.ID != chain[0].ID {
+		b.send(next.ID, wave, &pb.LockRequest{Dir: r.Dir, Chain: peersToPB(chain), TmpLoad: tmpL, Thres: b.cfg.Thres, OverThres: b.cfg.OverThres})
+		return
+	}
+	b.beginEnd(wave, r.Dir, chain, tmpL, ex)
+}
+
+func (b *Balancer) inChain(chain []*pb.NodeRef) bool {
+	for _, r := range chain {
+		if overlay.NodeID(r.Id) == b.sg.ID() {
+			return true
+		}
+	}
+	return false
+}
+
+// onLockRefused: the next node refused, so this node, the last reserved, ends the wave.
+func (b *Balancer) onLockRefused(wave uint64) {
+	if b.lock.wave != wave || b.lock.role != roleChain {
+		return
+	}
+	if len(b.lock.chain) == 1 {
+		b.waveFailed(wave, b.lock.dir) // nothing reserved: the initiator backs off
+		return
+	}
+	b.beginEnd(wave, b.lock.dir, b.lock.chain, b.lock.tmpL, b.lock.exNodes)
+}
+
+func (b *Balancer) onRelease(wave uint64, r *pb.Release) {
+	if e := b.end; e != nil && e.wave == wave && r.Abort {
+		b.abortEnd(e, r.Reason)
+		return
+	}
+	if b.lock.wave == wave {
+		b.unlock(wave)
+	}
+}
