@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -373,6 +374,9 @@ func printBalance(w io.Writer, doc balanceDoc, p sim.BalanceParams) {
 	if p.CrashFraction > 0 {
 		fmt.Fprintf(t, "crash\t%d nodes, %.0f s after the warm-up; %d items lost with them (no replication yet)\n", r.Crashed, p.CrashAfter.Seconds(), r.ItemsLost)
 	}
+	lk := r.LookupsAfter
+	fmt.Fprintf(t, "lookups after\t%d from random nodes: %d wrong, %d failed; hops mean %.2f, p99 %d (log2 N %.2f)\n",
+		lk.Count, lk.Wrong, lk.Failed, lk.Mean, lk.P99, math.Log2(float64(p.Nodes)))
 	fmt.Fprintf(t, "check\t%s\n", r.Check)
 	fmt.Fprintf(t, "wall time\t%.1f s\n", r.Wall)
 	t.Flush()

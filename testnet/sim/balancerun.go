@@ -92,6 +92,9 @@ type BalanceResult struct {
 	Queries         int     `json:"queries"`
 	QueriesFailed   int     `json:"queries_failed"`
 	Crashed         int     `json:"crashed"`
+	// LookupsAfter: lookups of random keys from random nodes once balancing ended, checked
+	// against the reference (every key must be found where it belongs).
+	LookupsAfter HopStats `json:"lookups_after"`
 	// ItemsLost counts the keys whose only holder crashed (no replication yet).
 	ItemsLost int `json:"items_lost"`
 	// Check is "ok" when the invariants held at the end, every lock was released and every item
@@ -338,6 +341,11 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 	nw.RunFor(p.Net.Node.Balance.Lease * (nixmig.MaxLeaseFactor + 2))
 	res.Check = h.checkBalanced()
 	res.ItemsLost = len(h.Lost)
+	res.LookupsAfter = h.lookups(OverlayParams{QueryRate: 100}, min(1000, len(keys)),
+		func(int) overlay.Key { return keys[rng.IntN(len(keys))] }, progress, "lookups")
+	if lk := res.LookupsAfter; lk.Wrong+lk.Failed > 0 {
+		res.Check = fmt.Sprintf("%s; lookups after balancing: %d wrong, %d failed", res.Check, lk.Wrong, lk.Failed)
+	}
 	res.Wall = time.Since(wall).Seconds()
 	return res, nil
 }
