@@ -108,39 +108,6 @@ func (nw *testNet) runChecked(check func(when string)) {
 	}
 }
 
-// advanceChecked is testNet.advance with check called after every message and timer.
-func (nw *testNet) advanceChecked(d time.Duration, check func(when string)) {
-	nw.t.Helper()
-	end := nw.clock.now.Add(d)
-	for {
-		var next *setTimer
-		var owner overlay.NodeID
-		for _, id := range nw.ids {
-			for _, tm := range nw.envs[id].timers {
-				if tm.fired || tm.due.After(end) {
-					continue
-				}
-				if next == nil || tm.due.Before(next.due) || (tm.due.Equal(next.due) && tm.seq < next.seq) {
-					next, owner = tm, id
-				}
-			}
-		}
-		if next == nil {
-			break
-		}
-		next.fired = true
-		if next.due.After(nw.clock.now) {
-			nw.clock.now = next.due
-		}
-		if !nw.down[owner] {
-			nw.nodes[owner].HandleTimer(next.t)
-			check(fmt.Sprintf("after timer %d of %s at %s", next.t.Kind, owner, nw.clock.now.Format(time.TimeOnly)))
-		}
-		nw.runChecked(check)
-	}
-	nw.clock.now = end
-}
-
 // getFrom reads key i from node from and returns the result.
 func (nw *testNet) getFrom(from overlay.NodeID, i int) overlay.Result {
 	nw.t.Helper()
@@ -593,7 +560,7 @@ func TestNIXAbortLostReceiverDiscards(t *testing.T) {
 	if err := b.GiveNIX(true, k(1500), pb.Cause_CAUSE_BALANCE, done.fn()); err != nil {
 		t.Fatal(err)
 	}
-	nw.advanceChecked(nw.cfg.HandoffLease+time.Duration(maxCommitRetries+2)*nw.cfg.HandoffRetry, nw.checkNoOverlap)
+	nw.advanceWith(nw.cfg.HandoffLease+time.Duration(maxCommitRetries+2)*nw.cfg.HandoffRetry, nw.checkNoOverlap)
 	nw.drop = nil
 	if b.Busy() || c.Busy() || done.calls != 1 || done.ok {
 		t.Fatalf("busy giver %v receiver %v, done %+v", b.Busy(), c.Busy(), done)
@@ -643,7 +610,7 @@ func TestNIXCommitRepeated(t *testing.T) {
 			t.Fatalf("a read of the piece was answered before the commit: %+v", r)
 		}
 	}
-	nw.advanceChecked(time.Minute, nw.checkNoOverlap)
+	nw.advanceWith(time.Minute, nw.checkNoOverlap)
 	if done.calls != 1 || !done.ok || done.items != 5 {
 		t.Fatalf("done %+v", done)
 	}
@@ -980,7 +947,7 @@ func TestMigrateAbove(t *testing.T) {
 	nw.checkReads("a", []int{1000, 1500, 1900}, nil)
 	nw.checkReads("b", []int{3500, 3900}, nil)
 	nw.checkReads("d", []int{3000, 3400}, nil)
-	nw.advanceChecked(2*time.Minute, nw.checkNoOverlap)
+	nw.advanceWith(2*time.Minute, nw.checkNoOverlap)
 	nw.checkRing()
 	nw.checkLevels()
 	for _, n := range nw.live() {
@@ -1028,7 +995,7 @@ func TestMigrateBelow(t *testing.T) {
 	nw.checkReads("b", []int{3000, 3400}, nil)
 	nw.checkReads("d", []int{3500, 3900}, nil)
 	nw.checkReads("a", []int{1000, 1900}, nil)
-	nw.advanceChecked(2*time.Minute, nw.checkNoOverlap)
+	nw.advanceWith(2*time.Minute, nw.checkNoOverlap)
 	nw.checkRing()
 	nw.checkLevels()
 }
@@ -1089,14 +1056,14 @@ func TestMigrateBelowNeighborUpdateLost(t *testing.T) {
 	}
 	// Pings repair the link: d names the migrant as its predecessor, c checks it, and the
 	// migrant starts exactly where c's range ends.
-	nw.advanceChecked(3*nw.cfg.ProbeInterval, nw.checkNoOverlap)
+	nw.advanceWith(3*nw.cfg.ProbeInterval, nw.checkNoOverlap)
 	if _, s := c.Neighbors(0); s.ID != "b" {
 		t.Fatalf("after pings c's successor is %s", s.ID)
 	}
 	if len(nw.envs["c"].eventsOf(overlay.EventConflict)) != 0 {
 		t.Fatalf("c re-admitted the migrant as if wrongly declared dead: %+v", nw.envs["c"].eventsOf(overlay.EventConflict))
 	}
-	nw.advanceChecked(2*time.Minute, nw.checkNoOverlap)
+	nw.advanceWith(2*time.Minute, nw.checkNoOverlap)
 	nw.checkRing()
 	nw.checkLevels()
 	nw.checkReads("b", []int{3000, 3400}, nil)
@@ -1161,7 +1128,7 @@ func TestMigrateNextToNeighbour(t *testing.T) {
 				t.Fatal(err)
 			}
 			nw.runChecked(nw.checkNoOverlap)
-			nw.advanceChecked(time.Minute, nw.checkNoOverlap)
+			nw.advanceWith(time.Minute, nw.checkNoOverlap)
 			nw.checkRanges(c.want)
 			nw.checkRing()
 			nw.checkLevels()
@@ -1325,7 +1292,7 @@ func TestPredecessorMissesTwoJoins(t *testing.T) {
 			nw.runChecked(nw.checkNoOverlap)
 			nw.drop = nil
 			nw.checkRanges(c.want)
-			nw.advanceChecked(3*time.Minute, nw.checkNoOverlap)
+			nw.advanceWith(3*time.Minute, nw.checkNoOverlap)
 			if _, s := nw.nodes["c"].Neighbors(0); s.ID != "b" {
 				t.Errorf("c's successor is %s (recorded at %d), want b", s.ID, overlay.KeyUint64(s.Start))
 			}

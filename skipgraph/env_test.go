@@ -1,6 +1,7 @@
 package skipgraph
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -187,7 +188,10 @@ func (nw *testNet) run() {
 
 // advance moves the clock forward by d. Timers falling due meanwhile fire in due order (ties in
 // the order they were set), each at its due time, and the network runs after each of them.
-func (nw *testNet) advance(d time.Duration) {
+func (nw *testNet) advance(d time.Duration) { nw.advanceWith(d, nil) }
+
+// advanceWith is advance with check, when not nil, called after every message and timer.
+func (nw *testNet) advanceWith(d time.Duration, check func(when string)) {
 	nw.t.Helper()
 	end := nw.clock.now.Add(d)
 	for {
@@ -212,8 +216,15 @@ func (nw *testNet) advance(d time.Duration) {
 		}
 		if !nw.down[owner] {
 			nw.nodes[owner].HandleTimer(next.t)
+			if check != nil {
+				check(fmt.Sprintf("after timer %d of %s at %s", next.t.Kind, owner, nw.clock.now.Format(time.TimeOnly)))
+			}
 		}
-		nw.run()
+		if check != nil {
+			nw.runChecked(check)
+		} else {
+			nw.run()
+		}
 	}
 	nw.clock.now = end
 }
