@@ -1,9 +1,7 @@
 package sim
 
 import (
-	"flag"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -87,12 +85,7 @@ type balanceNet struct {
 //
 //	SKIPRANGE_RANDOM_PROPS=1 go test ./testnet/sim/ -run TestBalanceProperties -rapid.checks=3000
 func TestBalanceProperties(t *testing.T) {
-	if f := flag.Lookup("rapid.seed"); f != nil && f.Value.String() == "0" && os.Getenv("SKIPRANGE_RANDOM_PROPS") == "" {
-		if err := f.Value.Set("20261123"); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = f.Value.Set("0") }()
-	}
+	defer fixedRapidSeed(t, 20261123)()
 	rapid.Check(t, func(rt *rapid.T) {
 		cfg := DefaultConfig()
 		cfg.Seed = rapid.Uint64().Draw(rt, "seed")

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -109,12 +110,7 @@ func (p *propertyNet) settle(what string) {
 // come from a fixed seed, so that CI runs the same schedules every time; `make test-props`
 // explores many random ones.
 func TestOverlayProperties(t *testing.T) {
-	if f := flag.Lookup("rapid.seed"); f != nil && f.Value.String() == "0" && os.Getenv("SKIPRANGE_RANDOM_PROPS") == "" {
-		if err := f.Value.Set("20261122"); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = f.Value.Set("0") }()
-	}
+	defer fixedRapidSeed(t, 20261122)()
 	rapid.Check(t, func(rt *rapid.T) {
 		cfg := DefaultConfig()
 		cfg.Seed = rapid.Uint64().Draw(rt, "seed")
@@ -273,4 +269,18 @@ func TestDeterministicReplay(t *testing.T) {
 	if c := run(12); c == a {
 		t.Fatal("different seeds gave identical runs; the seed is not used")
 	}
+}
+
+// fixedRapidSeed makes rapid draw its cases from seed unless -rapid.seed is given or
+// SKIPRANGE_RANDOM_PROPS=1 asks for a random one, so that CI runs the same schedules every time;
+// the returned function restores the flag.
+func fixedRapidSeed(t *testing.T, seed uint64) func() {
+	f := flag.Lookup("rapid.seed")
+	if f == nil || f.Value.String() != "0" || os.Getenv("SKIPRANGE_RANDOM_PROPS") != "" {
+		return func() {}
+	}
+	if err := f.Value.Set(strconv.FormatUint(seed, 10)); err != nil {
+		t.Fatal(err)
+	}
+	return func() { _ = f.Value.Set("0") }
 }
