@@ -148,3 +148,14 @@ func (h *Harness) Crash(id overlay.NodeID) error {
 	_, err := h.Net.Crash(id)
 	return err
 }
+
+// JoinNew adds the next node and has it join at pos through introducer (or the others).
+func (h *Harness) JoinNew(introducer overlay.NodeID, pos overlay.Key, others ...overlay.NodeID) error {
+	id := NodeName(len(h.ids))
+	h.ids = append(h.ids, id)
+	nd, err := h.Net.Add(id)
+	if err != nil {
+		return err
+	}
+	return nd.Join(introducer, pos, others...)
+}

@@ -24,7 +24,6 @@ type propertyNet struct {
 	t       *rapid.T
 	h       *Harness
 	crashed []overlay.NodeID
-	next    int
 }
 
 func (p *propertyNet) owners() []overlay.NodeID {
@@ -138,7 +137,6 @@ func TestOverlayProperties(t *testing.T) {
 			func(int) overlay.Key { return overlay.Uint64Key(h.Net.rng.Uint64N(1000)) }, 5000*time.Second, nil); err != nil {
 			rt.Fatal(err)
 		}
-		p.next = len(h.ids)
 		p.settle("build")
 		rounds := rapid.IntRange(1, 6).Draw(rt, "rounds")
 		for round := 0; round < rounds; round++ {
@@ -186,14 +184,7 @@ func (p *propertyNet) burst(t *rapid.T) {
 		ids := p.owners()
 		switch op := rapid.IntRange(0, 3).Draw(t, "event"); {
 		case op == 0 || len(ids) < 3:
-			id := NodeName(p.next)
-			p.next++
-			p.h.ids = append(p.h.ids, id)
-			nd, err := p.h.Net.Add(id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := nd.Join(p.pickOwner(t, ids), p.key(t, "pos"), p.pickOwner(t, ids), p.pickOwner(t, ids)); err != nil {
+			if err := p.h.JoinNew(p.pickOwner(t, ids), p.key(t, "pos"), p.pickOwner(t, ids), p.pickOwner(t, ids)); err != nil {
 				t.Fatal(err)
 			}
 		case op == 1:
