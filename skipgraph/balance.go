@@ -33,9 +33,6 @@ func (n *Node) Send(to overlay.NodeID, m *pb.Envelope, cause pb.Cause) {
 	n.send(to, m, cause)
 }
 
-// Learn folds a descriptor heard by a component above the skip graph into the node's links.
-func (n *Node) Learn(p overlay.Peer) { n.learn(p) }
-
 // GiveNIX hands the piece of this node's range between split and the end touching a level-0
 // neighbour to that neighbour (SPEC §4): toSucc gives [split, end) to the successor, otherwise
 // [start, split) goes to the predecessor. The node keeps at least its key at the far end: split
