@@ -26,10 +26,10 @@ lint: ## gofmt and go vet
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-proto: ## regenerate overlay/pb from overlay/pb/overlay.proto (needs protoc: apt-get install protobuf-compiler)
+proto: ## regenerate overlay/pb from its .proto files (needs protoc: apt-get install protobuf-compiler)
 	@command -v $(PROTOC) >/dev/null || { echo "protoc not found: apt-get install -y protobuf-compiler"; exit 1; }
 	GOBIN=$(CURDIR)/$(BIN) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
-	PATH=$(CURDIR)/$(BIN):$$PATH $(PROTOC) --go_out=. --go_opt=paths=source_relative overlay/pb/overlay.proto
+	PATH=$(CURDIR)/$(BIN):$$PATH $(PROTOC) --go_out=. --go_opt=paths=source_relative overlay/pb/overlay.proto overlay/pb/client.proto
 
 sim-demo: build ## the main job for now: a 1,000-node overlay built by joins, loaded, queried, crashed and repaired
 	$(BIN)/skipsim overlay --nodes 1000 --keys 100000 --lookups 10000 --scans 1000 --crash 0.1 --seed 1

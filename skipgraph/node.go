@@ -198,6 +198,11 @@ func (n *Node) SuccessorList() []overlay.Peer { return n.succList }
 // Busy reports whether a handoff involves the node.
 func (n *Node) Busy() bool { return n.out != nil || n.in != nil }
 
+// HandedOver reports whether a node that left is done with its range: the handoff flipped and
+// the receiver confirmed the commit (or stopped answering). What follows — lingering to forward
+// stray messages — a process that exits may skip.
+func (n *Node) HandedOver() bool { return n.state == StateLeft && len(n.committing) == 0 }
+
 // Store returns the node's item store.
 func (n *Node) Store() overlay.Store { return n.store }
 

@@ -3635,6 +3635,130 @@ func (x *IBNix) GetLoad() float64 {
 	return 0
 }
 
+// LevelLinks holds a node's two neighbours on one level's ring.
+type LevelLinks struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Pred          *NodeRef               `protobuf:"bytes,1,opt,name=pred,proto3" json:"pred,omitempty"`
+	Succ          *NodeRef               `protobuf:"bytes,2,opt,name=succ,proto3" json:"succ,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LevelLinks) Reset() {
+	*x = LevelLinks{}
+	mi := &file_overlay_pb_overlay_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LevelLinks) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LevelLinks) ProtoMessage() {}
+
+func (x *LevelLinks) ProtoReflect() protoreflect.Message {
+	mi := &file_overlay_pb_overlay_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LevelLinks.ProtoReflect.Descriptor instead.
+func (*LevelLinks) Descriptor() ([]byte, []int) {
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *LevelLinks) GetPred() *NodeRef {
+	if x != nil {
+		return x.Pred
+	}
+	return nil
+}
+
+func (x *LevelLinks) GetSucc() *NodeRef {
+	if x != nil {
+		return x.Succ
+	}
+	return nil
+}
+
+// NodeSnapshot is what a node keeps on disk to take its place back after a restart: its
+// descriptor (start, version, incarnation), its neighbours on every level, its successor list,
+// and the parts of its range whose items were lost with failed nodes.
+type NodeSnapshot struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Self          *NodeRef               `protobuf:"bytes,1,opt,name=self,proto3" json:"self,omitempty"`
+	Levels        []*LevelLinks          `protobuf:"bytes,2,rep,name=levels,proto3" json:"levels,omitempty"`
+	Successors    []*NodeRef             `protobuf:"bytes,3,rep,name=successors,proto3" json:"successors,omitempty"`
+	Lost          []*KeyRange            `protobuf:"bytes,4,rep,name=lost,proto3" json:"lost,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeSnapshot) Reset() {
+	*x = NodeSnapshot{}
+	mi := &file_overlay_pb_overlay_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeSnapshot) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeSnapshot) ProtoMessage() {}
+
+func (x *NodeSnapshot) ProtoReflect() protoreflect.Message {
+	mi := &file_overlay_pb_overlay_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeSnapshot.ProtoReflect.Descriptor instead.
+func (*NodeSnapshot) Descriptor() ([]byte, []int) {
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *NodeSnapshot) GetSelf() *NodeRef {
+	if x != nil {
+		return x.Self
+	}
+	return nil
+}
+
+func (x *NodeSnapshot) GetLevels() []*LevelLinks {
+	if x != nil {
+		return x.Levels
+	}
+	return nil
+}
+
+func (x *NodeSnapshot) GetSuccessors() []*NodeRef {
+	if x != nil {
+		return x.Successors
+	}
+	return nil
+}
+
+func (x *NodeSnapshot) GetLost() []*KeyRange {
+	if x != nil {
+		return x.Lost
+	}
+	return nil
+}
+
 var File_overlay_pb_overlay_proto protoreflect.FileDescriptor
 
 const file_overlay_pb_overlay_proto_rawDesc = "" +
@@ -3898,7 +4022,18 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"light_load\x18\x03 \x01(\x01R\tlightLoad\x12-\n" +
 	"\x04step\x18\x04 \x01(\x0e2\x19.skiprange.overlay.IBStepR\x04step\"\x1b\n" +
 	"\x05IBNix\x12\x12\n" +
-	"\x04load\x18\x01 \x01(\x01R\x04load*L\n" +
+	"\x04load\x18\x01 \x01(\x01R\x04load\"l\n" +
+	"\n" +
+	"LevelLinks\x12.\n" +
+	"\x04pred\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04pred\x12.\n" +
+	"\x04succ\x18\x02 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04succ\"\xe2\x01\n" +
+	"\fNodeSnapshot\x12.\n" +
+	"\x04self\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04self\x125\n" +
+	"\x06levels\x18\x02 \x03(\v2\x1d.skiprange.overlay.LevelLinksR\x06levels\x12:\n" +
+	"\n" +
+	"successors\x18\x03 \x03(\v2\x1a.skiprange.overlay.NodeRefR\n" +
+	"successors\x12/\n" +
+	"\x04lost\x18\x04 \x03(\v2\x1b.skiprange.overlay.KeyRangeR\x04lost*L\n" +
 	"\x02Op\x12\x12\n" +
 	"\x0eOP_UNSPECIFIED\x10\x00\x12\n" +
 	"\n" +
@@ -3952,7 +4087,7 @@ func file_overlay_pb_overlay_proto_rawDescGZIP() []byte {
 }
 
 var file_overlay_pb_overlay_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_overlay_pb_overlay_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_overlay_pb_overlay_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_overlay_pb_overlay_proto_goTypes = []any{
 	(Op)(0),                  // 0: skiprange.overlay.Op
 	(Status)(0),              // 1: skiprange.overlay.Status
@@ -3999,6 +4134,8 @@ var file_overlay_pb_overlay_proto_goTypes = []any{
 	(*ProbeReply)(nil),       // 42: skiprange.overlay.ProbeReply
 	(*IBOffer)(nil),          // 43: skiprange.overlay.IBOffer
 	(*IBNix)(nil),            // 44: skiprange.overlay.IBNix
+	(*LevelLinks)(nil),       // 45: skiprange.overlay.LevelLinks
+	(*NodeSnapshot)(nil),     // 46: skiprange.overlay.NodeSnapshot
 }
 var file_overlay_pb_overlay_proto_depIdxs = []int32{
 	9,  // 0: skiprange.overlay.Route.hints:type_name -> skiprange.overlay.LoadHint
@@ -4087,11 +4224,17 @@ var file_overlay_pb_overlay_proto_depIdxs = []int32{
 	6,  // 83: skiprange.overlay.ProbeReply.next:type_name -> skiprange.overlay.NodeRef
 	6,  // 84: skiprange.overlay.IBOffer.heavy:type_name -> skiprange.overlay.NodeRef
 	5,  // 85: skiprange.overlay.IBOffer.step:type_name -> skiprange.overlay.IBStep
-	86, // [86:86] is the sub-list for method output_type
-	86, // [86:86] is the sub-list for method input_type
-	86, // [86:86] is the sub-list for extension type_name
-	86, // [86:86] is the sub-list for extension extendee
-	0,  // [0:86] is the sub-list for field type_name
+	6,  // 86: skiprange.overlay.LevelLinks.pred:type_name -> skiprange.overlay.NodeRef
+	6,  // 87: skiprange.overlay.LevelLinks.succ:type_name -> skiprange.overlay.NodeRef
+	6,  // 88: skiprange.overlay.NodeSnapshot.self:type_name -> skiprange.overlay.NodeRef
+	45, // 89: skiprange.overlay.NodeSnapshot.levels:type_name -> skiprange.overlay.LevelLinks
+	6,  // 90: skiprange.overlay.NodeSnapshot.successors:type_name -> skiprange.overlay.NodeRef
+	10, // 91: skiprange.overlay.NodeSnapshot.lost:type_name -> skiprange.overlay.KeyRange
+	92, // [92:92] is the sub-list for method output_type
+	92, // [92:92] is the sub-list for method input_type
+	92, // [92:92] is the sub-list for extension type_name
+	92, // [92:92] is the sub-list for extension extendee
+	0,  // [0:92] is the sub-list for field type_name
 }
 
 func init() { file_overlay_pb_overlay_proto_init() }
@@ -4141,7 +4284,7 @@ func file_overlay_pb_overlay_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_overlay_pb_overlay_proto_rawDesc), len(file_overlay_pb_overlay_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   39,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

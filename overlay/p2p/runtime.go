@@ -1,0 +1,582 @@
+package p2p
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	dht "github.com/libp2p/go-libp2p-kad-dht"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+	drouting "github.com/libp2p/go-libp2p/p2p/discovery/routing"
+	dutil "github.com/libp2p/go-libp2p/p2p/discovery/util"
+	routedhost "github.com/libp2p/go-libp2p/p2p/host/routed"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/skiprange/skiprange/node"
+	"github.com/skiprange/skiprange/overlay"
+	"github.com/skiprange/skiprange/overlay/pb"
+	"github.com/skiprange/skiprange/skipgraph"
+)
+
+// MetaStore is a store that also keeps named metadata durably (node/store's Pebble does). With
+// one, a runtime persists its node's snapshot and a restarted node takes its place back.
+type MetaStore interface {
+	overlay.Store
+	GetMeta(name string) ([]byte, bool, error)
+	SetMeta(name string, value []byte) error
+}
+
+// snapshotMeta names the metadata entry holding the node's snapshot.
+const snapshotMeta = "snapshot"
+
+// Config is what a Runtime needs.
+type Config struct {
+	Identity    crypto.PrivKey
+	ListenAddrs []string // multiaddrs, e.g. /ip4/127.0.0.1/tcp/0
+	// Bootstrap peers: DHT entry points and the first introducers of a join.
+	Bootstrap []peer.AddrInfo
+	// Network names the overlay; nodes advertise it on the DHT and find introducers through it.
+	Network string
+	// NewNetwork: with no snapshot and no bootstrap peers, start a new overlay owning the whole
+	// key circle. Without it such a node refuses to start.
+	NewNetwork bool
+	// JoinAt, when set, is the key whose owner the node joins next to; otherwise a random key.
+	JoinAt *overlay.Key
+	Node   node.Config
+	// Store holds the node's items; a MetaStore also keeps its snapshot across restarts.
+	Store  overlay.Store
+	Logger *zap.Logger
+	// Registerer receives the runtime's metrics (and libp2p's); nil disables them.
+	Registerer prometheus.Registerer
+	// OnEvent, when set, sees every protocol event the node reports, on the node's goroutine
+	// (it must not block).
+	OnEvent func(overlay.Event)
+	// HoldBalancing: do not start balancing when the node joins; StartBalancing does (experiments
+	// that first let a skewed load build up).
+	HoldBalancing bool
+	// Timeouts: a client request's whole life at the entry node, one frame write, and how long an
+	// idle overlay stream stays open.
+	ClientTimeout time.Duration
+	WriteTimeout  time.Duration
+	IdleTimeout   time.Duration
+}
+
+// Runtime runs one node on a libp2p host: every message, timer and client request becomes a step
+// of one event loop that calls the node, so the protocol code runs exactly as in the simulator.
+type Runtime struct {
+	cfg    Config
+	log    *zap.Logger
+	host   host.Host // routed: dials peers whose addresses it lacks through the DHT
+	kad    *dht.IpfsDHT
+	node   *node.Node
+	store  overlay.Store
+	meta   MetaStore // nil when the store keeps no metadata
+	self   overlay.NodeID
+	rng    *rand.Rand
+	events chan func()
+	stop   chan struct{}
+	done   chan struct{}
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	// Owned by the loop goroutine.
+	outbox    []outMsg
+	local     []outMsg // messages the node sent to itself, handled next
+	lastSnap  []byte
+	protected map[peer.ID]bool
+	learned   map[peer.ID]string // the addresses last learned for each peer, to skip repeats
+	waiters   map[uint64]chan overlay.Result
+	starting  chan overlay.Result // the waiter of the request being started (it may complete at once)
+	senders   map[overlay.NodeID]*sender
+	balancing bool
+	onLeft    []chan struct{}
+	closeOnce sync.Once
+
+	metrics *metrics
+	stats   counters
+}
+
+type outMsg struct {
+	to overlay.NodeID
+	m  *pb.Envelope
+}
+
+// counters are updated from many goroutines.
+type counters struct {
+	framesIn, framesOut, badFrames, badProtocol, dropped, sendErrors atomic.Uint64
+}
+
+// Start creates the host and the node and puts the node in the overlay: restored from its
+// snapshot, joined through the bootstrap peers, or, with NewNetwork, as the first node. It
+// returns once the node is started, not once it has joined: Joined and the node's events tell.
+func Start(ctx context.Context, cfg Config) (*Runtime, error) {
+	if cfg.Identity == nil {
+		return nil, errors.New("p2p: no identity key")
+	}
+	if cfg.Store == nil {
+		return nil, errors.New("p2p: no store")
+	}
+	if err := checkFits(cfg.Node); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	cfg.ClientTimeout = orDefault(cfg.ClientTimeout, 30*time.Second)
+	cfg.WriteTimeout = orDefault(cfg.WriteTimeout, 10*time.Second)
+	cfg.IdleTimeout = orDefault(cfg.IdleTimeout, 2*time.Minute)
+	if len(cfg.ListenAddrs) == 0 {
+		cfg.ListenAddrs = []string{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/udp/0/quic-v1"}
+	}
+	h, kad, err := newHost(hostConfig{identity: cfg.Identity, listenAddrs: cfg.ListenAddrs, bootstrap: cfg.Bootstrap, registerer: cfg.Registerer})
+	if err != nil {
+		return nil, err
+	}
+	var seed [16]byte
+	_, _ = crand.Read(seed[:])
+	rctx, cancel := context.WithCancel(context.Background())
+	r := &Runtime{
+		cfg: cfg, log: cfg.Logger, host: routedhost.Wrap(h, kad), kad: kad, store: cfg.Store,
+		self:   overlay.NodeID(h.ID()),
+		rng:    rand.New(rand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:]))),
+		events: make(chan func(), 4096), stop: make(chan struct{}), done: make(chan struct{}),
+		ctx: rctx, cancel: cancel,
+		protected: map[peer.ID]bool{}, learned: map[peer.ID]string{},
+		waiters: map[uint64]chan overlay.Result{},
+		senders: map[overlay.NodeID]*sender{},
+	}
+	r.meta, _ = cfg.Store.(MetaStore)
+	r.log = r.log.With(zap.String("node", h.ID().String()))
+	fail := func(err error) (*Runtime, error) {
+		cancel()
+		_ = kad.Close()
+		_ = h.Close()
+		return nil, err
+	}
+	nd, err := node.New(r, cfg.Store, r.self, cfg.Node)
+	if err != nil {
+		return fail(err)
+	}
+	r.node = nd
+	nd.SetAddrs(r.addrBytes())
+	if cfg.Registerer != nil {
+		if r.metrics, err = newMetrics(r, cfg.Registerer); err != nil {
+			return fail(err)
+		}
+	}
+	snap, err := r.loadSnapshot()
+	if err != nil {
+		return fail(err)
+	}
+	// Handlers go up before the node enters the overlay, so that no answer is missed; messages
+	// wait in the event queue until the loop runs.
+	h.SetStreamHandler(OverlayProtocol, r.handleOverlay)
+	h.SetStreamHandler(ClientProtocol, r.handleClient)
+	h.SetStreamHandlerMatch("/skiprange/unknown", isUnknownSkiprangeProtocol, r.handleUnknown)
+
+	for _, b := range cfg.Bootstrap {
+		cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
+		err := r.host.Connect(cctx, b)
+		ccancel()
+		if err != nil {
+			r.log.Warn("bootstrap peer unreachable", zap.String("peer", b.ID.String()), zap.Error(err))
+		}
+	}
+	var enter func() error
+	switch {
+	case snap != nil:
+		enter = func() error { return nd.Restore(snap) }
+	case len(cfg.Bootstrap) > 0:
+		position := r.joinPosition()
+		intro := make([]overlay.NodeID, 0, len(cfg.Bootstrap))
+		for _, b := range cfg.Bootstrap {
+			intro = append(intro, overlay.NodeID(b.ID))
+		}
+		enter = func() error { return nd.Join(intro[0], position, intro[1:]...) }
+	case cfg.NewNetwork:
+		enter = nd.Bootstrap
+	default:
+		return fail(errors.New("no bootstrap peers and no saved state: give bootstrap peers to join a network, or start a new one"))
+	}
+	go r.loop()
+	if err := r.call(ctx, enter); err != nil {
+		r.Close()
+		return nil, err
+	}
+	if cfg.Network != "" {
+		r.wg.Add(1)
+		go r.rendezvous()
+	}
+	return r, nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+func (r *Runtime) joinPosition() overlay.Key {
+	if r.cfg.JoinAt != nil {
+		return *r.cfg.JoinAt
+	}
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], r.rng.Uint64())
+	return overlay.Key(b[:])
+}
+
+// addrBytes returns the host's listen addresses in wire form.
+func (r *Runtime) addrBytes() [][]byte {
+	var out [][]byte
+	for _, a := range r.host.Addrs() {
+		out = append(out, a.Bytes())
+	}
+	return out
+}
+
+// ID returns the node's peer ID.
+func (r *Runtime) ID() peer.ID { return peer.ID(r.self) }
+
+// Host returns the libp2p host.
+func (r *Runtime) Host() host.Host { return r.host }
+
+// AddrInfo returns the node's peer ID and listen addresses: what others need to reach it.
+func (r *Runtime) AddrInfo() peer.AddrInfo {
+	return peer.AddrInfo{ID: r.host.ID(), Addrs: r.host.Addrs()}
+}
+
+// loop is the node's one goroutine: it runs each step, then persists the snapshot if it changed,
+// and only then lets the step's messages go — a peer never hears of a state this node could
+// forget by crashing.
+func (r *Runtime) loop() {
+	defer close(r.done)
+	for {
+		if len(r.local) > 0 {
+			m := r.local[0]
+			r.local = r.local[1:]
+			r.node.Handle(r.self, m.m)
+			r.afterStep()
+			continue
+		}
+		select {
+		case fn := <-r.events:
+			fn()
+			r.afterStep()
+		case <-r.stop:
+			return
+		}
+	}
+}
+
+// post queues fn to run on the loop. It blocks while the queue is full (back-pressure on the
+// streams that feed it) and gives up once the runtime stops.
+func (r *Runtime) post(fn func()) bool {
+	select {
+	case r.events <- fn:
+		return true
+	case <-r.stop:
+		return false
+	}
+}
+
+// call runs fn on the loop and waits for its error.
+func (r *Runtime) call(ctx context.Context, fn func() error) error {
+	errc := make(chan error, 1)
+	if !r.post(func() { errc <- fn() }) {
+		return errStopped
+	}
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-r.stop:
+		return errStopped
+	}
+}
+
+var errStopped = errors.New("node stopped")
+
+func (r *Runtime) afterStep() {
+	r.persistSnapshot()
+	r.protectNeighbours()
+	if len(r.onLeft) > 0 && r.node.HandedOver() {
+		for _, ch := range r.onLeft {
+			close(ch)
+		}
+		r.onLeft = nil
+	}
+	if !r.balancing && !r.cfg.HoldBalancing && r.node.Owns() {
+		r.balancing = true
+		r.node.Balancer.Start()
+	}
+	out := r.outbox
+	r.outbox = nil
+	for _, o := range out {
+		if o.to == r.self {
+			r.local = append(r.local, o)
+			continue
+		}
+		r.sendTo(o.to, o.m)
+	}
+}
+
+// persistSnapshot writes the node's snapshot when it changed. A failed write is logged loudly:
+// the node keeps running, but a restart would not find its place.
+func (r *Runtime) persistSnapshot() {
+	if r.meta == nil {
+		return
+	}
+	var raw []byte
+	if s := r.node.Snapshot(); s != nil {
+		var err error
+		if raw, err = (proto.MarshalOptions{Deterministic: true}).Marshal(s); err != nil {
+			r.log.Error("encode snapshot", zap.Error(err))
+			return
+		}
+	}
+	if string(raw) == string(r.lastSnap) {
+		return
+	}
+	if err := r.meta.SetMeta(snapshotMeta, raw); err != nil {
+		r.log.Error("persist snapshot: a restart would not restore this node's place", zap.Error(err))
+		return
+	}
+	r.lastSnap = raw
+}
+
+func (r *Runtime) loadSnapshot() (*pb.NodeSnapshot, error) {
+	if r.meta == nil {
+		return nil, nil
+	}
+	raw, ok, err := r.meta.GetMeta(snapshotMeta)
+	if err != nil {
+		return nil, fmt.Errorf("read snapshot: %w", err)
+	}
+	if !ok || len(raw) == 0 {
+		return nil, nil
+	}
+	s := new(pb.NodeSnapshot)
+	if err := proto.Unmarshal(raw, s); err != nil {
+		return nil, fmt.Errorf("snapshot is corrupt (remove the data directory to start as a new node): %w", err)
+	}
+	r.lastSnap = raw
+	return s, nil
+}
+
+// protectNeighbours keeps the connections to the node's neighbours on every level out of the
+// connection manager's trimming.
+func (r *Runtime) protectNeighbours() {
+	want := map[peer.ID]bool{}
+	for l := 0; l < r.node.Height(); l++ {
+		p, s := r.node.Neighbors(l)
+		for _, x := range []overlay.Peer{p, s} {
+			if !x.IsZero() && x.ID != r.self {
+				want[peer.ID(x.ID)] = true
+			}
+		}
+	}
+	cm := r.host.ConnManager()
+	for id := range r.protected {
+		if !want[id] {
+			cm.Unprotect(id, "skiprange-neighbour")
+			delete(r.protected, id)
+		}
+	}
+	for id := range want {
+		if !r.protected[id] {
+			cm.Protect(id, "skiprange-neighbour")
+			r.protected[id] = true
+		}
+	}
+}
+
+// rendezvous advertises the network's name on the DHT and, while the node has not joined,
+// looks there for more introducers.
+func (r *Runtime) rendezvous() {
+	defer r.wg.Done()
+	disc := drouting.NewRoutingDiscovery(r.kad)
+	ns := "skiprange/" + r.cfg.Network
+	dutil.Advertise(r.ctx, disc, ns)
+	tick := time.NewTicker(10 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		var joining bool
+		if r.call(r.ctx, func() error { joining = r.node.State() == skipgraph.StateJoining; return nil }) != nil {
+			return
+		}
+		if !joining {
+			continue
+		}
+		fctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
+		found, err := dutil.FindPeers(fctx, disc, ns)
+		cancel()
+		if err != nil {
+			continue
+		}
+		var ids []overlay.NodeID
+		for _, p := range found {
+			if p.ID != r.host.ID() {
+				r.host.Peerstore().AddAddrs(p.ID, p.Addrs, time.Hour)
+				ids = append(ids, overlay.NodeID(p.ID))
+			}
+		}
+		r.post(func() { r.node.AddIntroducers(ids...) })
+	}
+}
+
+// Leave hands the node's range over to its neighbour and waits until the neighbour confirmed
+// it (or ctx ends), then closes the runtime: the node does not linger to forward stray messages,
+// whose senders retry and find the new owner.
+func (r *Runtime) Leave(ctx context.Context) error {
+	left := make(chan struct{})
+	err := r.call(ctx, func() error {
+		if err := r.node.Leave(); err != nil {
+			return err
+		}
+		r.onLeft = append(r.onLeft, left)
+		return nil
+	})
+	if err == nil {
+		select {
+		case <-left:
+		case <-ctx.Done():
+			err = fmt.Errorf("leave did not complete: %w", ctx.Err())
+		}
+	}
+	r.Close()
+	return err
+}
+
+// Close stops the node at once, without leaving: to the others it is a crash. Its snapshot and
+// store stay, so a new runtime over the same data directory takes its place back.
+func (r *Runtime) Close() {
+	r.closeOnce.Do(func() {
+		close(r.stop)
+		r.cancel()
+		<-r.done
+		r.wg.Wait()
+		for _, s := range r.senders {
+			s.close()
+		}
+		_ = r.kad.Close()
+		_ = r.host.Close()
+		if r.metrics != nil {
+			r.metrics.unregister()
+		}
+	})
+}
+
+// Env implementation. The node calls these from the loop goroutine only.
+
+func (r *Runtime) Now() time.Time { return time.Now() }
+
+func (r *Runtime) Send(to overlay.NodeID, m *pb.Envelope) {
+	r.outbox = append(r.outbox, outMsg{to: to, m: m})
+}
+
+func (r *Runtime) SetTimer(after time.Duration, t overlay.Timer) {
+	time.AfterFunc(after, func() { r.post(func() { r.node.HandleTimer(t) }) })
+}
+
+func (r *Runtime) Rand() *rand.Rand { return r.rng }
+
+func (r *Runtime) Logger() *zap.Logger { return r.log }
+
+func (r *Runtime) Complete(res overlay.Result) {
+	if ch, ok := r.waiters[res.ReqID]; ok {
+		delete(r.waiters, res.ReqID)
+		ch <- res
+		return
+	}
+	if r.starting != nil {
+		r.starting <- res
+		r.starting = nil
+	}
+	// Otherwise nobody waits: the request was started through Do, or its waiter gave up.
+}
+
+func (r *Runtime) Report(e overlay.Event) {
+	fields := []zap.Field{zap.String("range", e.Range.String()), zap.String("detail", e.Detail)}
+	if e.Peer != "" {
+		fields = append(fields, zap.Stringer("peer", peer.ID(e.Peer)))
+	}
+	switch e.Kind {
+	case overlay.EventRangeLost:
+		r.log.Error("RANGE LOST: items there were held only by a failed node and are gone", fields...)
+	case overlay.EventInvalidMessage:
+		r.log.Warn("invalid message rejected", fields...)
+	case overlay.EventConflict:
+		r.log.Warn("conflicting view of the ring", fields...)
+	case overlay.EventJoined:
+		r.log.Info("joined: owns a range", fields...)
+	case overlay.EventLeft:
+		r.log.Info("left: done forwarding", fields...)
+	}
+	if r.metrics != nil {
+		r.metrics.event(e.Kind)
+	}
+	if r.cfg.OnEvent != nil {
+		r.cfg.OnEvent(e)
+	}
+}
+
+// Request starts an operation on the node (a Get, Put, Scan… returning its request id) and
+// waits for its result: the in-process equivalent of a client request.
+func (r *Runtime) Request(ctx context.Context, start func(n *node.Node) uint64) (overlay.Result, error) {
+	ch := make(chan overlay.Result, 1)
+	var id uint64
+	err := r.call(ctx, func() error {
+		r.starting = ch
+		id = start(r.node)
+		if r.starting != nil { // not completed at once
+			r.starting = nil
+			r.waiters[id] = ch
+		}
+		return nil
+	})
+	if err != nil {
+		return overlay.Result{}, err
+	}
+	select {
+	case res := <-ch:
+		return res, nil
+	case <-ctx.Done():
+		r.post(func() { delete(r.waiters, id) })
+		return overlay.Result{}, ctx.Err()
+	case <-r.stop:
+		return overlay.Result{}, errStopped
+	}
+}
+
+// StartBalancing starts the node's balancer if it is not running (see Config.HoldBalancing).
+func (r *Runtime) StartBalancing(ctx context.Context) error {
+	return r.call(ctx, func() error {
+		r.cfg.HoldBalancing, r.balancing = false, true
+		r.node.Balancer.Start()
+		return nil
+	})
+}
+
+// Do runs fn on the node's goroutine and waits for it: the way tests, tools and the daemon read
+// or drive the node without racing its loop.
+func (r *Runtime) Do(ctx context.Context, fn func(n *node.Node)) error {
+	return r.call(ctx, func() error { fn(r.node); return nil })
+}

@@ -1,0 +1,72 @@
+package skipgraph
+
+import (
+	"fmt"
+
+	"github.com/skiprange/skiprange/overlay"
+	"github.com/skiprange/skiprange/overlay/pb"
+)
+
+// Snapshot returns what the node must keep across a restart to take its place back, or nil when
+// it owns nothing (a node that has not joined or has left starts afresh). A leaving node's
+// snapshot is that of an active one: until its handoff flips, the range is still its own.
+// Runtimes persist it whenever it changes, before the messages of the same step go out.
+func (n *Node) Snapshot() *pb.NodeSnapshot {
+	if !n.Owns() {
+		return nil
+	}
+	s := &pb.NodeSnapshot{Self: n.selfRef}
+	for _, l := range n.levels {
+		s.Levels = append(s.Levels, &pb.LevelLinks{Pred: l.pred.ToPB(), Succ: l.succ.ToPB()})
+	}
+	for _, p := range n.succList {
+		s.Successors = append(s.Successors, p.ToPB())
+	}
+	for _, r := range n.lost {
+		s.Lost = append(s.Lost, &pb.KeyRange{Start: []byte(r.Start), End: []byte(r.End)})
+	}
+	return s
+}
+
+// Restore puts a restarted node back in the place its snapshot describes: the same start,
+// version and incarnation, the same neighbours, active at once. Its store must hold the items
+// it had. Neighbours that have not yet declared it dead see no change; maintenance repairs
+// whatever moved meanwhile. It replaces Bootstrap and Join for a node with a snapshot.
+func (n *Node) Restore(s *pb.NodeSnapshot) error {
+	if n.state != StateNew {
+		return fmt.Errorf("restore: node is %s", n.state)
+	}
+	self := overlay.PeerFromPB(s.GetSelf())
+	switch {
+	case self.ID != n.self.ID:
+		return fmt.Errorf("restore: snapshot is of node %q, not %q", self.ID, n.self.ID)
+	case self.MVec != n.self.MVec:
+		return fmt.Errorf("restore: snapshot's membership vector %x is not the node's %x", uint64(self.MVec), uint64(n.self.MVec))
+	case len(s.Levels) == 0 || s.Levels[0].GetPred() == nil || s.Levels[0].GetSucc() == nil:
+		return fmt.Errorf("restore: snapshot has no level-0 neighbours")
+	case len(s.Levels) > overlay.MaxLevel:
+		return fmt.Errorf("restore: snapshot has %d levels, more than %d", len(s.Levels), overlay.MaxLevel)
+	}
+	if err := n.checkKey(self.Start); err != nil {
+		return fmt.Errorf("restore: start: %w", err)
+	}
+	// Keep the addresses the runtime set for this run: they may have changed since the snapshot.
+	n.self = self.WithAddrs(n.self.Addrs)
+	n.levels = make([]link, len(s.Levels))
+	for i, l := range s.Levels {
+		n.levels[i] = link{pred: overlay.PeerFromPB(l.GetPred()), succ: overlay.PeerFromPB(l.GetSucc())}
+	}
+	n.succList = n.succList[:0]
+	for _, p := range s.Successors {
+		n.succList = append(n.succList, overlay.PeerFromPB(p))
+	}
+	n.lost = nil
+	for _, r := range s.Lost {
+		n.lost.add(overlay.Range{Start: overlay.Key(r.Start), End: overlay.Key(r.End)})
+	}
+	n.refreshSelfRef()
+	n.state = StateActive
+	n.env.Report(overlay.Event{Kind: overlay.EventJoined, Range: n.Range(), Detail: "restored from snapshot"})
+	n.startMaintenance()
+	return nil
+}

@@ -1,0 +1,112 @@
+package skipgraph
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/skiprange/skiprange/overlay"
+	"github.com/skiprange/skiprange/overlay/pb"
+)
+
+// restart replaces node id by a new Node over the same store, restored from snap, as a process
+// that crashed and came back with its disk would be.
+func (nw *testNet) restart(id overlay.NodeID, snap *pb.NodeSnapshot) (*Node, error) {
+	old := nw.nodes[id]
+	env := newFakeEnv(id, nw.clock, uint64(len(nw.ids))+100)
+	env.queue = func(s sentMsg) { nw.queue = append(nw.queue, s) }
+	n, err := New(env, old.Store(), id, nw.cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.Restore(snap); err != nil {
+		return nil, err
+	}
+	nw.nodes[id], nw.envs[id] = n, env
+	delete(nw.down, id)
+	return n, nil
+}
+
+func TestRestartFromSnapshot(t *testing.T) {
+	nw := newTestNet(t, DefaultConfig())
+	a := nw.bootstrap("a")
+	nw.join("b", "a", k(2500))
+	nw.join("c", "a", k(5000))
+	nw.join("d", "a", k(7500))
+	for i := 0; i < 100; i++ {
+		a.Put(k(i*100), []byte(fmt.Sprint(i)))
+	}
+	nw.run()
+	c := nw.nodes["c"]
+	snap := proto.Clone(c.Snapshot()).(*pb.NodeSnapshot)
+	wantRange, wantItems := c.Range(), c.Store().Len()
+
+	// Down for less than failure detection takes, then back with its store and snapshot.
+	nw.crash("c")
+	nw.advance(DefaultConfig().ProbeInterval)
+	c, err := nw.restart("c", snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.State() != StateActive || c.Range() != wantRange || c.Store().Len() != wantItems {
+		t.Fatalf("restored: state %s, range %s (want %s), %d items (want %d)", c.State(), c.Range(), wantRange, c.Store().Len(), wantItems)
+	}
+	if ev := nw.envs["c"].eventsOf(overlay.EventJoined); len(ev) != 1 {
+		t.Fatalf("joined events after restore: %+v", ev)
+	}
+	nw.advance(time.Minute)
+	nw.checkRing()
+	nw.checkLevels()
+	for i := 0; i < 100; i++ {
+		get := a.Get(k(i * 100))
+		nw.run()
+		if r := nw.envs["a"].result(t, get); r.Status != pb.Status_STATUS_OK || string(r.Value) != fmt.Sprint(i) {
+			t.Fatalf("get %s after the restart: %+v", k(i*100), r)
+		}
+	}
+	if lost := nw.nodes["b"].LostRanges(); len(lost) != 0 {
+		t.Fatalf("the predecessor declared %v lost although c came back in time", lost)
+	}
+}
+
+func TestRestoreRejectsForeignSnapshots(t *testing.T) {
+	nw := newTestNet(t, DefaultConfig())
+	nw.bootstrap("a")
+	nw.join("b", "a", k(5000))
+	snap := nw.nodes["b"].Snapshot()
+	x := nw.add("x")
+	if err := x.Restore(snap); err == nil {
+		t.Fatal("node x restored node b's snapshot")
+	}
+	y := nw.add("y")
+	if err := y.Restore(&pb.NodeSnapshot{Self: &pb.NodeRef{Id: []byte("y"), Mvec: uint64(overlay.MVecFor("y"))}}); err == nil {
+		t.Fatal("a snapshot without neighbours was restored")
+	}
+	if s := nw.add("z").Snapshot(); s != nil {
+		t.Fatalf("a node that owns nothing has snapshot %v", s)
+	}
+}
+
+func TestHandedOverAfterLeave(t *testing.T) {
+	nw := newTestNet(t, DefaultConfig())
+	nw.bootstrap("a")
+	b := nw.join("b", "a", k(5000))
+	if b.HandedOver() {
+		t.Fatal("an active node reports its range handed over")
+	}
+	if err := b.Leave(); err != nil {
+		t.Fatal(err)
+	}
+	if b.HandedOver() {
+		t.Fatal("handed over before the handoff even started")
+	}
+	nw.run()
+	if !b.HandedOver() || !nw.nodes["a"].Range().IsFull() {
+		t.Fatalf("after the leave: handed over %v, a owns %s", b.HandedOver(), nw.nodes["a"].Range())
+	}
+	if ev := nw.envs["b"].eventsOf(overlay.EventLeft); len(ev) != 0 {
+		t.Fatalf("EventLeft before the linger ended: %+v", ev)
+	}
+}
