@@ -6,10 +6,67 @@ import (
 	"slices"
 	"testing"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
 	"pgregory.net/rapid"
 
 	"github.com/skiprange/skiprange/overlay"
 )
+
+// The tests below are a conformance suite: each runs against every implementation in impls.
+
+// impl is one overlay.Store implementation under test.
+type impl struct {
+	name string
+	// open returns a new empty store, closed when the test ends.
+	open func(t testing.TB) overlay.Store
+	// reopen closes s and opens it again from where it keeps its items; nil when the store keeps
+	// nothing across Close.
+	reopen func(t testing.TB, s overlay.Store) overlay.Store
+	// checksAllocate is set when the store was built with internal checks that allocate as they
+	// go, which voids allocation counts.
+	checksAllocate bool
+}
+
+var impls = []impl{memoryImpl, pebbleImpl}
+
+var memoryImpl = impl{name: "Memory", open: func(testing.TB) overlay.Store { return NewMemory() }}
+
+var pebbleImpl = impl{
+	name: "Pebble",
+	open: func(t testing.TB) overlay.Store { return openPebble(t, t.TempDir()) },
+	reopen: func(t testing.TB, s overlay.Store) overlay.Store {
+		p := s.(*Pebble)
+		if err := p.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		return openPebble(t, p.dir)
+	},
+	checksAllocate: pebbleInvariants(),
+}
+
+// openPebble opens the Pebble store in dir, and closes it when the test ends. Pebble's errors are
+// logged to t; its routine messages, at debug level, are not.
+func openPebble(t testing.TB, dir string) *Pebble {
+	t.Helper()
+	p, err := OpenPebble(dir, zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return p
+}
+
+// forEachImpl runs test as a subtest for each implementation.
+func forEachImpl(t *testing.T, test func(t *testing.T, s impl)) {
+	for _, s := range impls {
+		t.Run(s.name, func(t *testing.T) { test(t, s) })
+	}
+}
 
 // testKeys are the keys most tests fill the store with, in key order. They include the empty key,
 // keys made of 0x00 and 0xff bytes, and prefixes of one another.
@@ -17,9 +74,10 @@ var testKeys = []overlay.Key{
 	"", "\x00", "\x00\x00", "\x00\xff", "\x01", "a", "b", "m", "z", "\xff", "\xff\x00", "\xff\xff",
 }
 
-func filled(t testing.TB) *Memory {
+// filled opens a store of implementation s holding testKeys, each with its valueOf.
+func filled(t testing.TB, s impl) overlay.Store {
 	t.Helper()
-	m := NewMemory()
+	m := s.open(t)
 	for _, k := range testKeys {
 		if err := m.Put(k, valueOf(k)); err != nil {
 			t.Fatalf("Put(%q): %v", k, err)
@@ -32,7 +90,7 @@ func valueOf(k overlay.Key) []byte { return []byte("v" + string(k)) }
 
 // collect returns the keys Ascend visits in r, stopping after limit keys when limit > 0. It also
 // checks that each value is the one filled stored.
-func collect(t *testing.T, m *Memory, r overlay.Range, limit int) []overlay.Key {
+func collect(t *testing.T, m overlay.Store, r overlay.Range, limit int) []overlay.Key {
 	t.Helper()
 	var got []overlay.Key
 	err := m.Ascend(r, func(k overlay.Key, v []byte) bool {
@@ -48,7 +106,7 @@ func collect(t *testing.T, m *Memory, r overlay.Range, limit int) []overlay.Key 
 	return got
 }
 
-func keys(m *Memory) []overlay.Key {
+func keys(m overlay.Store) []overlay.Key {
 	var got []overlay.Key
 	m.Ascend(overlay.FullRange, func(k overlay.Key, _ []byte) bool {
 		got = append(got, k)
@@ -57,10 +115,12 @@ func keys(m *Memory) []overlay.Key {
 	return got
 }
 
-func TestGetPutDelete(t *testing.T) {
+func TestGetPutDelete(t *testing.T) { forEachImpl(t, testGetPutDelete) }
+
+func testGetPutDelete(t *testing.T, s impl) {
 	for _, k := range testKeys {
 		t.Run(fmt.Sprintf("%q", k), func(t *testing.T) {
-			m := filled(t)
+			m := filled(t, s)
 			v, found, err := m.Get(k)
 			if err != nil || !found || !bytes.Equal(v, valueOf(k)) {
 				t.Fatalf("Get = %q, %v, %v; want %q, true, nil", v, found, err, valueOf(k))
@@ -105,8 +165,10 @@ func TestGetPutDelete(t *testing.T) {
 	}
 }
 
-func TestEmptyValue(t *testing.T) {
-	m := NewMemory()
+func TestEmptyValue(t *testing.T) { forEachImpl(t, testEmptyValue) }
+
+func testEmptyValue(t *testing.T, s impl) {
+	m := s.open(t)
 	for _, v := range [][]byte{nil, {}} {
 		if err := m.Put("k", v); err != nil {
 			t.Fatal(err)
@@ -118,8 +180,10 @@ func TestEmptyValue(t *testing.T) {
 	}
 }
 
-func TestEmptyStore(t *testing.T) {
-	m := NewMemory()
+func TestEmptyStore(t *testing.T) { forEachImpl(t, testEmptyStore) }
+
+func testEmptyStore(t *testing.T, s impl) {
+	m := s.open(t)
 	for _, r := range []overlay.Range{overlay.FullRange, {Start: "a", End: "b"}, {Start: "b", End: "a"}, {Start: "a"}} {
 		if got := collect(t, m, r, 0); len(got) != 0 {
 			t.Errorf("Ascend(%s) on empty store visited %q", r, got)
@@ -142,7 +206,9 @@ func TestEmptyStore(t *testing.T) {
 	}
 }
 
-func TestPutBatch(t *testing.T) {
+func TestPutBatch(t *testing.T) { forEachImpl(t, testPutBatch) }
+
+func testPutBatch(t *testing.T, s impl) {
 	tests := []struct {
 		name  string
 		items []overlay.Item
@@ -162,7 +228,7 @@ func TestPutBatch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := NewMemory()
+			m := s.open(t)
 			for _, sync := range []bool{false, true} {
 				if err := m.PutBatch(tt.items, sync); err != nil {
 					t.Fatal(err)
@@ -219,8 +285,10 @@ var ascendTests = []struct {
 	{name: "top-ended early stop", r: overlay.Range{Start: "b"}, limit: 2, want: []overlay.Key{"b", "m"}},
 }
 
-func TestAscend(t *testing.T) {
-	m := filled(t)
+func TestAscend(t *testing.T) { forEachImpl(t, testAscend) }
+
+func testAscend(t *testing.T, s impl) {
+	m := filled(t, s)
 	for _, tt := range ascendTests {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := collect(t, m, tt.r, tt.limit); !slices.Equal(got, tt.want) {
@@ -230,8 +298,10 @@ func TestAscend(t *testing.T) {
 	}
 }
 
-func TestCount(t *testing.T) {
-	m := filled(t)
+func TestCount(t *testing.T) { forEachImpl(t, testCount) }
+
+func testCount(t *testing.T, s impl) {
+	m := filled(t, s)
 	for _, tt := range ascendTests {
 		if tt.limit > 0 {
 			continue
@@ -245,8 +315,13 @@ func TestCount(t *testing.T) {
 	}
 }
 
-func TestCountDoesNotAllocatePerItem(t *testing.T) {
-	m := NewMemory()
+func TestCountDoesNotAllocatePerItem(t *testing.T) { forEachImpl(t, testCountDoesNotAllocatePerItem) }
+
+func testCountDoesNotAllocatePerItem(t *testing.T, s impl) {
+	if s.checksAllocate {
+		t.Skip("the store's internal checks allocate")
+	}
+	m := s.open(t)
 	for i := range 10000 {
 		m.Put(overlay.Uint64Key(uint64(i)), nil)
 	}
@@ -264,7 +339,9 @@ func TestCountDoesNotAllocatePerItem(t *testing.T) {
 	}
 }
 
-func TestDeleteRange(t *testing.T) {
+func TestDeleteRange(t *testing.T) { forEachImpl(t, testDeleteRange) }
+
+func testDeleteRange(t *testing.T, s impl) {
 	tests := []struct {
 		name string
 		r    overlay.Range
@@ -282,7 +359,7 @@ func TestDeleteRange(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := filled(t)
+			m := filled(t, s)
 			if err := m.DeleteRange(tt.r); err != nil {
 				t.Fatal(err)
 			}
@@ -341,11 +418,16 @@ func refAscend(ref map[overlay.Key][]byte, r overlay.Range) []overlay.Key {
 	return append(high, low...)
 }
 
-func TestMemoryMatchesReference(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		m := NewMemory()
+func TestMatchesReference(t *testing.T) { forEachImpl(t, testMatchesReference) }
+
+func testMatchesReference(tt *testing.T, s impl) {
+	rapid.Check(tt, func(t *rapid.T) {
+		// Stores belong to the enclosing test, which outlives each check; close them as each
+		// check ends rather than keep them all open until then.
+		m := s.open(tt)
+		defer func() { m.Close() }()
 		ref := map[overlay.Key][]byte{}
-		t.Repeat(map[string]func(*rapid.T){
+		actions := map[string]func(*rapid.T){
 			"put": func(t *rapid.T) {
 				k := keyGen.Draw(t, "key")
 				v := []byte(rapid.StringN(0, 4, -1).Draw(t, "value"))
@@ -429,12 +511,18 @@ func TestMemoryMatchesReference(t *testing.T) {
 					t.Fatalf("keys = %q, want %q", got, want)
 				}
 			},
-		})
+		}
+		if s.reopen != nil {
+			// Whatever was written must be there again after a restart, with Len recounted.
+			actions["reopen"] = func(*rapid.T) { m = s.reopen(tt, m) }
+		}
+		t.Repeat(actions)
 	})
 }
 
-func BenchmarkMemoryPut(b *testing.B) {
-	m := NewMemory()
+func BenchmarkMemoryPut(b *testing.B) { benchmarkPut(b, NewMemory()) }
+
+func benchmarkPut(b *testing.B, m overlay.Store) {
 	value := make([]byte, 100)
 	var i uint64
 	for b.Loop() {
@@ -446,9 +534,10 @@ func BenchmarkMemoryPut(b *testing.B) {
 	}
 }
 
-func BenchmarkMemoryAscend100(b *testing.B) {
+func BenchmarkMemoryAscend100(b *testing.B) { benchmarkAscend100(b, NewMemory()) }
+
+func benchmarkAscend100(b *testing.B, m overlay.Store) {
 	const n = 100_000
-	m := NewMemory()
 	value := make([]byte, 100)
 	for i := range uint64(n) {
 		m.Put(overlay.Uint64Key(i), value)
