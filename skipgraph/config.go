@@ -42,6 +42,9 @@ type Config struct {
 	MaxValueLen int
 	// MaxItemsPerMessage bounds the items in one batch, range answer or chunk.
 	MaxItemsPerMessage int
+	// MaxKeyLoads bounds the per-key load statistics one handoff commit carries. A piece with
+	// more loaded keys sends the heaviest; the others' statistics start afresh at the receiver.
+	MaxKeyLoads int
 }
 
 // DefaultConfig returns the default parameters.
@@ -64,6 +67,7 @@ func DefaultConfig() Config {
 		MaxKeyLen:          4096,
 		MaxValueLen:        1 << 20,
 		MaxItemsPerMessage: 100_000,
+		MaxKeyLoads:        100_000,
 	}
 }
 
@@ -90,6 +94,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("max hops must be at least 8")
 	case c.MaxKeyLen < 1 || c.MaxValueLen < 0:
 		return fmt.Errorf("key and value limits must be positive")
+	case c.MaxKeyLoads < 0:
+		return fmt.Errorf("max key loads must not be negative")
 	}
 	return nil
 }

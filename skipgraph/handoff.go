@@ -1,7 +1,9 @@
 package skipgraph
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -180,7 +182,7 @@ func (n *Node) onHandoffAck(from overlay.Peer, a *pb.HandoffAck) {
 	n.Stats.ItemsOut[x.cause] += x.items
 	n.lost.remove(x.piece) // what was lost there is the receiver's to report now
 	if n.obs != nil {
-		x.loads = n.obs.PieceLeaving(x.piece)
+		x.loads = heaviest(n.obs.PieceLeaving(x.piece), n.cfg.MaxKeyLoads)
 	}
 	// Ownership moved: the node is free for its next handoff while the commit goes out; the
 	// flipped transfer waits for its confirmation on the side.
@@ -442,4 +444,24 @@ func (n *Node) onInTimer(id uint64) {
 	}
 	n.send(x.from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAck{HandoffAck: &pb.HandoffAck{XferId: x.id, Upto: x.next - 1}}}, x.cause)
 	n.env.SetTimer(n.cfg.HandoffRetry, overlay.Timer{Kind: timerIn, ID: x.id})
+}
+
+// heaviest keeps the limit most loaded of loads (by their summed counts), in their order.
+func heaviest(loads []*pb.KeyLoad, limit int) []*pb.KeyLoad {
+	if len(loads) <= limit {
+		return loads
+	}
+	sum := func(l *pb.KeyLoad) (t uint64) {
+		for _, c := range l.Counts {
+			t += uint64(c)
+		}
+		return t
+	}
+	byLoad := slices.Clone(loads)
+	slices.SortStableFunc(byLoad, func(a, b *pb.KeyLoad) int { return cmp.Compare(sum(b), sum(a)) })
+	keep := map[*pb.KeyLoad]bool{}
+	for _, l := range byLoad[:limit] {
+		keep[l] = true
+	}
+	return slices.DeleteFunc(loads, func(l *pb.KeyLoad) bool { return !keep[l] })
 }

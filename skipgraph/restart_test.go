@@ -2,6 +2,7 @@ package skipgraph
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -108,5 +109,21 @@ func TestHandedOverAfterLeave(t *testing.T) {
 	}
 	if ev := nw.envs["b"].eventsOf(overlay.EventLeft); len(ev) != 0 {
 		t.Fatalf("EventLeft before the linger ended: %+v", ev)
+	}
+}
+
+func TestHeaviestKeepsTheMostLoadedKeysInOrder(t *testing.T) {
+	kl := func(key string, counts ...uint32) *pb.KeyLoad { return &pb.KeyLoad{Key: []byte(key), Counts: counts} }
+	loads := []*pb.KeyLoad{kl("a", 1), kl("b", 5, 5), kl("c", 3), kl("d", 0, 9), kl("e", 2)}
+	got := heaviest(slices.Clone(loads), 3)
+	var keys []string
+	for _, l := range got {
+		keys = append(keys, string(l.Key))
+	}
+	if fmt.Sprint(keys) != "[b c d]" {
+		t.Fatalf("kept %v, want [b c d] (the three heaviest, in key order)", keys)
+	}
+	if got := heaviest(loads, 5); len(got) != 5 {
+		t.Fatalf("under the limit: kept %d of 5", len(got))
 	}
 }

@@ -88,7 +88,7 @@ func (n *Node) validate(m *pb.Envelope) error {
 		}
 		return n.checkItems(h.Items)
 	case *pb.Envelope_HandoffCommit:
-		if len(b.HandoffCommit.Loads) > n.cfg.MaxItemsPerMessage {
+		if len(b.HandoffCommit.Loads) > n.cfg.MaxKeyLoads {
 			return errors.New("too many key loads")
 		}
 		for _, l := range b.HandoffCommit.Loads {

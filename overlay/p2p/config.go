@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/skiprange/skiprange/node"
+	"github.com/skiprange/skiprange/skipgraph"
 )
 
 // DefaultNodeConfig returns protocol parameters for real networks: the simulator's defaults with
@@ -17,6 +18,7 @@ func DefaultNodeConfig() node.Config {
 	sg.MaxValueLen = 64 << 10
 	sg.ChunkItems = 256
 	sg.MaxItemsPerMessage = 400
+	sg.MaxKeyLoads = 16 << 10
 	sg.ProbeInterval = 2 * time.Second
 	sg.ProbeTimeout = 2 * time.Second
 	sg.RefreshInterval = 10 * time.Second
@@ -44,6 +46,12 @@ func checkFits(c node.Config) error {
 	if worst > MaxFrameSize {
 		return fmt.Errorf("config: %d items of up to %d+%d bytes make messages of %d bytes, above the %d-byte frame limit: lower the item limits",
 			max(sg.ChunkItems, sg.MaxItemsPerMessage), sg.MaxKeyLen, sg.MaxValueLen, worst, MaxFrameSize)
+	}
+	// A handoff commit carries up to MaxKeyLoads key statistics of MaxLoadSlots counters each.
+	perLoad := sg.MaxKeyLen + 16 + 5*skipgraph.MaxLoadSlots
+	if commit := perLoad*sg.MaxKeyLoads + frameOverhead; commit > MaxFrameSize {
+		return fmt.Errorf("config: %d key loads of up to %d bytes make handoff commits of %d bytes, above the %d-byte frame limit: lower MaxKeyLoads or MaxKeyLen",
+			sg.MaxKeyLoads, perLoad, commit, MaxFrameSize)
 	}
 	return nil
 }

@@ -132,6 +132,11 @@ func rangeFraction(r *pb.KeyRange) float64 {
 	}
 	width := prefix64(r.End) - prefix64(r.Start) // wraps around the circle by itself
 	if width == 0 {
+		// The ends share their first 8 bytes: the arc is a sliver, or, when it wraps (a
+		// neighbour owns the sliver), all of the circle but a sliver.
+		if string(r.Start) > string(r.End) {
+			return 1
+		}
 		return 1 / math.Exp2(64) // shorter than 8 bytes can tell
 	}
 	return float64(width) / math.Exp2(64)

@@ -1,0 +1,398 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/skiprange/skiprange/client"
+	"github.com/skiprange/skiprange/node"
+	"github.com/skiprange/skiprange/overlay"
+	"github.com/skiprange/skiprange/overlay/p2p"
+	"github.com/skiprange/skiprange/overlay/pb"
+)
+
+// keyOf names test key i; joins are placed among these keys so that every node gets some.
+func keyOf(i int) string { return fmt.Sprintf("k%05d", i) }
+
+func startNet(t *testing.T, n int, opts Options) *Network {
+	t.Helper()
+	if opts.Node == nil {
+		c := FastConfig()
+		opts.Node = &c
+	}
+	if opts.JoinAt == nil {
+		rng := rand.New(rand.NewPCG(uint64(n), 7))
+		opts.JoinAt = func(int) overlay.Key { return overlay.Key(keyOf(rng.IntN(2000))) }
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	nw, err := Start(ctx, n, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nw.Close)
+	return nw
+}
+
+func newClient(t *testing.T) *client.Client {
+	t.Helper()
+	c, err := client.New(context.Background(), client.WithTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// entries returns the addresses of the running nodes.
+func entries(nw *Network) []peer.AddrInfo {
+	var out []peer.AddrInfo
+	for _, r := range nw.Running() {
+		out = append(out, r.AddrInfo())
+	}
+	return out
+}
+
+// checkRing walks level 0 and fails unless it holds exactly want nodes whose ranges partition
+// the key circle.
+func checkRing(t *testing.T, c *client.Client, nw *Network, want int) *client.Ring {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var last string
+	for ctx.Err() == nil {
+		e, _ := nw.Entry()
+		ring, err := c.Ring(ctx, e, 1000)
+		if err == nil && ring.Closed && len(ring.Issues) == 0 && len(ring.Nodes) == want {
+			return ring
+		}
+		last = fmt.Sprintf("err %v, %d nodes, issues %v", err, len(ringNodes(ring)), ringIssues(ring))
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("ring never became whole with %d nodes: %s", want, last)
+	return nil
+}
+
+func ringNodes(r *client.Ring) []client.RingNode {
+	if r == nil {
+		return nil
+	}
+	return r.Nodes
+}
+
+func ringIssues(r *client.Ring) []client.RingIssue {
+	if r == nil {
+		return nil
+	}
+	return append(r.Errors(), r.Warnings()...)
+}
+
+// TestOperationsAgainstReference: 16 real nodes; random puts, gets, deletes, scans and prefix
+// queries through random entry nodes, every answer checked against a map.
+func TestOperationsAgainstReference(t *testing.T) {
+	nw := startNet(t, 16, Options{})
+	c := newClient(t)
+	checkRing(t, c, nw, 16)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(1, 2))
+	ref := map[string]string{}
+	es := entries(nw)
+	for op := 0; op < 600; op++ {
+		e := es[rng.IntN(len(es))]
+		key := keyOf(rng.IntN(2000))
+		switch x := rng.IntN(10); {
+		case x < 4:
+			v := fmt.Sprintf("v%d-%d", op, rng.IntN(1000))
+			if _, err := c.Put(ctx, e, []byte(key), []byte(v)); err != nil {
+				t.Fatalf("op %d put %s: %v", op, key, err)
+			}
+			ref[key] = v
+		case x < 7:
+			rep, err := c.Get(ctx, e, []byte(key))
+			want, ok := ref[key]
+			switch {
+			case ok && (err != nil || string(rep.Value) != want):
+				t.Fatalf("op %d get %s = %v, %v; want %q", op, key, rep, err, want)
+			case !ok && (err == nil || rep != nil && rep.Status != pb.Status_STATUS_NOT_FOUND):
+				t.Fatalf("op %d get %s of an absent key = %v, %v", op, key, rep, err)
+			}
+		case x < 8:
+			if _, err := c.Delete(ctx, e, []byte(key)); err != nil {
+				t.Fatalf("op %d delete %s: %v", op, key, err)
+			}
+			delete(ref, key)
+		case x < 9:
+			lo, hi := keyOf(rng.IntN(2000)), keyOf(rng.IntN(2000))
+			if lo > hi {
+				lo, hi = hi, lo
+			}
+			res, err := c.ScanAll(ctx, e, []byte(lo), []byte(hi), 0)
+			if err != nil {
+				t.Fatalf("op %d scan [%s, %s): %v", op, lo, hi, err)
+			}
+			checkItems(t, fmt.Sprintf("op %d scan [%s, %s)", op, lo, hi), res.Items, ref, func(k string) bool { return k >= lo && k < hi })
+		default:
+			p := key[:4] // "k001"-style prefixes cover a thousand keys or fewer
+			res, err := c.Prefix(ctx, e, []byte(p), 0)
+			if err != nil {
+				t.Fatalf("op %d prefix %s: %v", op, p, err)
+			}
+			checkItems(t, fmt.Sprintf("op %d prefix %s", op, p), res.Items, ref, func(k string) bool { return strings.HasPrefix(k, p) })
+		}
+	}
+	checkRing(t, c, nw, 16)
+}
+
+// checkItems compares a scan's items with the reference entries that match in.
+func checkItems(t *testing.T, what string, got []*pb.Item, ref map[string]string, in func(string) bool) {
+	t.Helper()
+	var want []string
+	for k := range ref {
+		if in(k) {
+			want = append(want, k)
+		}
+	}
+	sort.Strings(want)
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d items, want %d", what, len(got), len(want))
+	}
+	for i, it := range got {
+		if string(it.Key) != want[i] || string(it.Value) != ref[want[i]] {
+			t.Fatalf("%s: item %d is %q=%q, want %q=%q", what, i, it.Key, it.Value, want[i], ref[want[i]])
+		}
+	}
+}
+
+// load writes n keys (value = "v"+key) through batches and returns them.
+func load(t *testing.T, c *client.Client, nw *Network, n int) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	ref := map[string]string{}
+	e, _ := nw.Entry()
+	var batch []*pb.Item
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		rep, err := c.PutBatch(ctx, e, batch)
+		if err != nil || int(rep.Stored) != len(batch) {
+			t.Fatalf("put batch: %v, %v", rep, err)
+		}
+		batch = nil
+	}
+	for i := 0; i < n; i++ {
+		k := keyOf(i)
+		ref[k] = "v" + k
+		batch = append(batch, &pb.Item{Key: []byte(k), Value: []byte(ref[k])})
+		if len(batch) == 200 {
+			flush()
+		}
+	}
+	flush()
+	return ref
+}
+
+// readAll gets every key of ref through random entries; it returns the keys whose answers
+// differ, with the status seen.
+func readAll(t *testing.T, c *client.Client, nw *Network, ref map[string]string) map[string]pb.Status {
+	t.Helper()
+	ctx := context.Background()
+	es := entries(nw)
+	bad := map[string]pb.Status{}
+	i := 0
+	for k, v := range ref {
+		i++
+		rep, err := c.Get(ctx, es[i%len(es)], []byte(k))
+		switch {
+		case rep != nil && rep.Status != pb.Status_STATUS_OK:
+			bad[k] = rep.Status
+		case err != nil:
+			bad[k] = pb.Status_STATUS_ERROR
+		case string(rep.Value) != v:
+			t.Fatalf("get %s = %q, want %q", k, rep.Value, v)
+		}
+	}
+	return bad
+}
+
+// TestLeaveAndRestart: a quarter of 16 nodes leave gracefully, four others are restarted over
+// their data directories; no item is lost and the ring stays whole.
+func TestLeaveAndRestart(t *testing.T) {
+	nw := startNet(t, 16, Options{DataDir: t.TempDir()})
+	c := newClient(t)
+	checkRing(t, c, nw, 16)
+	ref := load(t, c, nw, 1000)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, i := range []int{3, 7, 11, 15} {
+		if err := nw.Leave(ctx, i); err != nil {
+			t.Fatalf("leave %d: %v", i, err)
+		}
+	}
+	checkRing(t, c, nw, 12)
+	for _, i := range []int{1, 5, 9, 13} {
+		if err := nw.Restart(ctx, i); err != nil {
+			t.Fatalf("restart %d: %v", i, err)
+		}
+	}
+	ring := checkRing(t, c, nw, 12)
+	if got := ring.TotalItems(); got != uint64(len(ref)) {
+		t.Fatalf("the ring holds %d items, want %d", got, len(ref))
+	}
+	if bad := readAll(t, c, nw, ref); len(bad) != 0 {
+		t.Fatalf("%d keys unreadable after leaves and restarts: %v", len(bad), bad)
+	}
+	for _, rn := range ring.Nodes {
+		if st := rn.Status; len(st.Lost) != 0 {
+			t.Fatalf("node %s reports lost ranges %v although nothing crashed for long", client.ShortID(client.RefID(st.Self)), st.Lost)
+		}
+	}
+}
+
+// TestCrashReportsLostRange: a node stops without a word; the others close the ring around it
+// and serve every other key; the keys of its range answer LOST, and the range is reported.
+func TestCrashReportsLostRange(t *testing.T) {
+	var mu sync.Mutex
+	var lost []overlay.Range
+	nw := startNet(t, 8, Options{OnEvent: func(_ int, e overlay.Event) {
+		if e.Kind == overlay.EventRangeLost {
+			mu.Lock()
+			lost = append(lost, e.Range)
+			mu.Unlock()
+		}
+	}})
+	c := newClient(t)
+	checkRing(t, c, nw, 8)
+	ref := load(t, c, nw, 800)
+	victim := nw.Members()[5].Runtime
+	var gone overlay.Range
+	var held int
+	if err := victim.Do(context.Background(), func(n *nodeT) { gone, held = n.Range(), n.Store().Len() }); err != nil {
+		t.Fatal(err)
+	}
+	nw.Crash(5)
+	checkRing(t, c, nw, 7)
+	mu.Lock()
+	reported := append([]overlay.Range(nil), lost...)
+	mu.Unlock()
+	if len(reported) != 1 || reported[0] != gone {
+		t.Fatalf("lost ranges reported %v, want exactly the crashed node's %s", reported, gone)
+	}
+	bad := readAll(t, c, nw, ref)
+	inGone := 0
+	for k := range ref {
+		if gone.Contains(overlay.Key(k)) {
+			inGone++
+			if bad[k] != pb.Status_STATUS_LOST {
+				t.Fatalf("key %s of the lost range answered %v, want LOST", k, bad[k])
+			}
+		} else if s, ok := bad[k]; ok {
+			t.Fatalf("key %s outside the lost range answered %v", k, s)
+		}
+	}
+	if inGone != held {
+		t.Fatalf("%d keys fall in the lost range but the node held %d", inGone, held)
+	}
+	t.Logf("crashed node held %d of %d keys in %s; all reported lost, all others readable", held, len(ref), gone)
+}
+
+// TestBadFramesAreCountedAndSurvived: garbage, oversized and truncated frames, unknown message
+// types, unknown protocol versions and client versions: each is refused and counted, and the
+// node keeps serving.
+func TestBadFramesAreCountedAndSurvived(t *testing.T) {
+	nw := startNet(t, 3, Options{})
+	c := newClient(t)
+	checkRing(t, c, nw, 3)
+	target := nw.Members()[1].Runtime.AddrInfo()
+	h := c.Host()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := h.Connect(ctx, target); err != nil {
+		t.Fatal(err)
+	}
+	// send writes raw bytes on a new stream of protocol proto and reports whether the node reset
+	// the stream (a read fails with an error other than a clean end).
+	send := func(proto string, raw []byte, closeWrite bool) error {
+		st, err := h.NewStream(ctx, target.ID, protocolID(proto))
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		_ = st.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := st.Write(raw); err != nil {
+			return err
+		}
+		if closeWrite {
+			_ = st.CloseWrite()
+		}
+		var buf [1]byte
+		_, err = st.Read(buf[:])
+		return err
+	}
+	counters := func() map[string]uint64 {
+		st, err := c.Status(ctx, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Counters
+	}
+	before := counters()
+	garbage := append(uvarint(5), 0xff, 0xff, 0xff, 0xff, 0xff)
+	if err := send(overlayProto, garbage, false); err == nil {
+		t.Fatal("a garbage frame did not reset the stream")
+	}
+	if err := send(overlayProto, uvarint(64<<20), false); err == nil {
+		t.Fatal("an oversized frame did not reset the stream")
+	}
+	if err := send(overlayProto, append(uvarint(100), bytes.Repeat([]byte{8}, 10)...), true); err == nil {
+		t.Fatal("a truncated frame ended cleanly")
+	}
+	// An envelope whose body is a field this version does not know: it decodes, carries no
+	// known body, and is rejected as invalid.
+	unknown := append(uvarint(5), 0xba, 0x3e, 0x02, 0x08, 0x01) // field 999: two bytes
+	_ = send(overlayProto, unknown, true)
+	if err := send("/skiprange/overlay/9.0.0", uvarint(0), false); err == nil {
+		t.Fatal("an unknown protocol version was served")
+	}
+	rep, err := c.Do(ctx, target, &pb.ClientRequest{Version: 99, Op: pb.ClientOp_CLIENT_OP_GET, Key: []byte("x")})
+	if rep == nil || rep.Status != pb.Status_STATUS_INVALID {
+		t.Fatalf("client version 99: reply %v, err %v", rep, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	var after map[string]uint64
+	for time.Now().Before(deadline) {
+		after = counters()
+		if after["bad_frames"] >= before["bad_frames"]+3 && after["invalid_messages"] > before["invalid_messages"] && after["bad_protocols"] > before["bad_protocols"] {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if after["bad_frames"] < before["bad_frames"]+3 || after["invalid_messages"] <= before["invalid_messages"] || after["bad_protocols"] <= before["bad_protocols"] {
+		t.Fatalf("counters before %v, after %v: want 3 more bad frames, an invalid message and a bad protocol", before, after)
+	}
+	if _, err := c.Put(ctx, target, []byte("still"), []byte("serving")); err != nil {
+		t.Fatalf("the node stopped serving: %v", err)
+	}
+	if rep, err := c.Get(ctx, target, []byte("still")); err != nil || string(rep.Value) != "serving" {
+		t.Fatalf("get after the bad frames: %v, %v", rep, err)
+	}
+}
+
+type nodeT = node.Node
+
+const overlayProto = string(p2p.OverlayProtocol)
+
+func protocolID(s string) protocol.ID { return protocol.ID(s) }
+
+func uvarint(n uint64) []byte { return binary.AppendUvarint(nil, n) }
