@@ -4,7 +4,7 @@ BIN       := bin
 PROTOC    ?= protoc
 PROTOC_GEN_GO_VERSION := $(shell $(GO) list -m -f '{{.Version}}' google.golang.org/protobuf)
 
-.PHONY: help build test test-props test-short lint proto sim-demo bench clean
+.PHONY: help build test test-props test-short lint proto demo sim-demo bench bench-p2p clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -31,11 +31,18 @@ proto: ## regenerate overlay/pb from its .proto files (needs protoc: apt-get ins
 	GOBIN=$(CURDIR)/$(BIN) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 	PATH=$(CURDIR)/$(BIN):$$PATH $(PROTOC) --go_out=. --go_opt=paths=source_relative overlay/pb/overlay.proto overlay/pb/client.proto
 
-sim-demo: build ## the main job for now: a 1,000-node overlay built by joins, loaded, queried, crashed and repaired
+demo: build ## the main job: 16 real libp2p nodes in one process, a 5% pulse, NIXMIG balancing it live
+	$(BIN)/skipnet demo --nodes 16 --keys 4000 --rate 400 --thres 50
+
+sim-demo: build ## the simulator's demo: a 1,000-node overlay built by joins, loaded, queried, crashed and repaired
 	$(BIN)/skipsim overlay --nodes 1000 --keys 100000 --lookups 10000 --scans 1000 --crash 0.1 --seed 1
 
 bench: ## Go benchmarks (see docs/BENCHMARKS.md)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+bench-p2p: ## issue 4's loopback measurements: 32-node latencies, throughput, handoff rate, memory, live balancing
+	$(GO) test -run '^$$' -bench . -benchtime 3s -count 3 ./testnet/local/
+	SKIPRANGE_BENCH=1 $(GO) test -count=1 -v -run 'MemoryPerNode|LiveBalancing32' ./testnet/local/
 
 clean: ## remove built binaries
 	rm -rf $(BIN)

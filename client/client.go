@@ -26,9 +26,9 @@ const DefaultTimeout = 10 * time.Second
 // Item size limits of a skipnode with the default configuration (p2p.DefaultNodeConfig): a node
 // answers STATUS_INVALID to larger keys or values. Callers may check before sending; a node
 // configured otherwise has the last word.
-const (
-	MaxKeyLen   = 1 << 10
-	MaxValueLen = 64 << 10
+var (
+	MaxKeyLen   = p2p.DefaultNodeConfig().SkipGraph.MaxKeyLen
+	MaxValueLen = p2p.DefaultNodeConfig().SkipGraph.MaxValueLen
 )
 
 // Client is a client-only libp2p host that sends requests to skiprange nodes. It is safe for

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/skiprange/skiprange/node"
 	"github.com/skiprange/skiprange/overlay"
-	"github.com/skiprange/skiprange/overlay/p2p"
 	"github.com/skiprange/skiprange/overlay/pb"
 	"github.com/skiprange/skiprange/testnet/workload"
 )
@@ -22,8 +22,6 @@ type PulseParams struct {
 	Rate        float64 // reads per second
 	Thres       float64
 	Limit       time.Duration
-	// OnTick, when set, is called about every 250 ms while balancing, with the running nodes.
-	OnTick func(elapsed time.Duration, nodes []*p2p.Runtime)
 }
 
 // PulseResult is what a live balancing run measured.
@@ -34,6 +32,7 @@ type PulseResult struct {
 	MaxLoadBefore, MaxLoadAfter float64
 	Loads                       []float64
 	ItemsMoved                  uint64 // items handed over by balancing (NIX and migrations)
+	NIX, MIG                    int
 	Reads, FailedReads          int64
 	WrongAnswers                int64
 }
@@ -42,7 +41,50 @@ type PulseResult struct {
 // a whole load window has passed it starts balancing and runs until every node is under thres
 // or Limit.
 func RunPulse(ctx context.Context, p PulseParams) (PulseResult, error) {
-	res := PulseResult{PulseParams: p}
+	ctx, cancel := context.WithTimeout(ctx, p.Limit+time.Minute)
+	defer cancel()
+	run, err := NewPulseRun(ctx, p)
+	if err != nil {
+		return PulseResult{PulseParams: p}, err
+	}
+	defer run.Close()
+	run.StartReads(ctx)
+	time.Sleep(run.Window() + run.Window()/4) // let the skew build up over a whole load window
+	loads := run.Loads(ctx)
+	run.res.MaxLoadBefore = maxOf(loads)
+	if err := run.StartBalancing(ctx); err != nil {
+		return run.res, err
+	}
+	begin := time.Now()
+	for time.Since(begin) < p.Limit {
+		time.Sleep(250 * time.Millisecond)
+		loads = run.Loads(ctx)
+		if maxOf(loads) <= p.Thres {
+			run.res.Balanced, run.res.TimeToBalance = true, time.Since(begin)
+			break
+		}
+	}
+	return run.Finish(ctx), nil
+}
+
+// PulseRun is a live balancing run in steps, for callers that watch it (the demo): a network
+// whose nodes start evenly over Keys integer keys, loaded, with balancing held until
+// StartBalancing.
+type PulseRun struct {
+	Net   *Network
+	p     PulseParams
+	res   PulseResult
+	pulse workload.Pulse
+	stop  chan struct{}
+	wg    sync.WaitGroup
+}
+
+// NewPulseRun starts the network and loads the keys (value of key k: "v"+k).
+func NewPulseRun(ctx context.Context, p PulseParams) (*PulseRun, error) {
+	pulse, err := workload.NewPulse(p.Keys, 1, p.Width)
+	if err != nil {
+		return nil, err
+	}
 	cfg := FastConfig()
 	cfg.Balance.Thres = p.Thres
 	cfg.Balance.OverThres = 4 * p.Thres
@@ -51,102 +93,144 @@ func RunPulse(ctx context.Context, p PulseParams) (PulseResult, error) {
 	nw, err := Start(ctx, p.Nodes, Options{Node: &cfg, HoldBalancing: true,
 		JoinAt: func(i int) overlay.Key { return overlay.Uint64Key(uint64(i * p.Keys / p.Nodes)) }})
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	defer nw.Close()
-	rts := nw.Running()
-	ctx, cancel := context.WithTimeout(ctx, p.Limit+time.Minute)
-	defer cancel()
-	value := func(k overlay.Key) []byte { return append([]byte("v"), k...) }
+	run := &PulseRun{Net: nw, p: p, res: PulseResult{PulseParams: p}, pulse: pulse, stop: make(chan struct{})}
+	entry := nw.Running()[0]
 	for lo := 0; lo < p.Keys; lo += 200 {
 		var items []overlay.Item
 		for i := lo; i < min(lo+200, p.Keys); i++ {
 			k := overlay.Uint64Key(uint64(i))
-			items = append(items, overlay.Item{Key: k, Value: value(k)})
+			items = append(items, overlay.Item{Key: k, Value: pulseValue(k)})
 		}
-		r, err := rts[0].Request(ctx, func(n *node.Node) uint64 { return n.PutBatch(items) })
+		r, err := entry.Request(ctx, func(n *node.Node) uint64 { return n.PutBatch(items) })
 		if err != nil || r.Status != pb.Status_STATUS_OK || r.Stored != len(items) {
-			return res, fmt.Errorf("load keys: %v (%s)", err, r.Err)
+			nw.Close()
+			return nil, fmt.Errorf("load keys: %v %s", err, r.Err)
 		}
 	}
-	pulse, err := workload.NewPulse(p.Keys, 1, p.Width)
-	if err != nil {
-		return res, err
-	}
-	loads := func() []float64 {
-		out := make([]float64, len(rts))
-		for i, r := range rts {
-			_ = r.Do(ctx, func(n *node.Node) { out[i] = n.Balancer.Load() })
-		}
-		return out
-	}
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
+	return run, nil
+}
+
+func pulseValue(k overlay.Key) []byte { return append([]byte("v"), k...) }
+
+// Window returns the nodes' load window.
+func (run *PulseRun) Window() time.Duration { return FastConfig().Balance.Window }
+
+// StartReads starts open-loop exact-match reads of the pulse at Rate, each from a random node,
+// each answer checked.
+func (run *PulseRun) StartReads(ctx context.Context) {
+	rts := run.Net.Running()
 	sem := make(chan struct{}, 64)
-	begin := time.Now()
-	wg.Add(1)
-	go func() { // open-loop reads at Rate, from random nodes
-		defer wg.Done()
-		qrng := rand.New(rand.NewPCG(5, 6))
+	run.wg.Add(1)
+	go func() {
+		defer run.wg.Done()
+		rng := rand.New(rand.NewPCG(5, 6))
 		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
 		debt := 0.0
 		for {
 			select {
-			case <-stop:
+			case <-run.stop:
 				return
 			case <-tick.C:
 			}
-			debt += p.Rate / 100
+			debt += run.p.Rate / 100
 			for ; debt >= 1; debt-- {
-				k := pulse.Next(qrng, 0).Start
-				from := rts[qrng.IntN(len(rts))]
+				k := run.pulse.Next(rng, 0).Start
+				from := rts[rng.IntN(len(rts))]
 				sem <- struct{}{}
-				wg.Add(1)
+				run.wg.Add(1)
 				go func() {
-					defer wg.Done()
+					defer run.wg.Done()
 					defer func() { <-sem }()
 					r, err := from.Request(ctx, func(n *node.Node) uint64 { return n.Get(k) })
-					atomic.AddInt64(&res.Reads, 1)
+					atomic.AddInt64(&run.res.Reads, 1)
 					switch {
 					case err != nil || r.Status != pb.Status_STATUS_OK:
-						atomic.AddInt64(&res.FailedReads, 1)
-					case string(r.Value) != string(value(k)):
-						atomic.AddInt64(&res.WrongAnswers, 1)
+						atomic.AddInt64(&run.res.FailedReads, 1)
+					case string(r.Value) != string(pulseValue(k)):
+						atomic.AddInt64(&run.res.WrongAnswers, 1)
 					}
 				}()
 			}
 		}
 	}()
-	// Let the skew build up over a whole load window, then balance.
-	window := cfg.Balance.Window
-	time.Sleep(window + window/4)
-	res.Loads = loads()
-	res.MaxLoadBefore = maxOf(res.Loads)
-	for _, r := range rts {
+}
+
+// StartBalancing starts every node's balancer.
+func (run *PulseRun) StartBalancing(ctx context.Context) error {
+	for _, r := range run.Net.Running() {
 		if err := r.StartBalancing(ctx); err != nil {
-			return res, err
+			return err
 		}
 	}
-	begin = time.Now()
-	for time.Since(begin) < p.Limit {
-		time.Sleep(250 * time.Millisecond)
-		res.Loads = loads()
-		res.MaxLoadAfter = maxOf(res.Loads)
-		if p.OnTick != nil {
-			p.OnTick(time.Since(begin), rts)
-		}
-		if res.MaxLoadAfter <= p.Thres {
-			res.Balanced, res.TimeToBalance = true, time.Since(begin)
-			break
+	return nil
+}
+
+// NodeLoad is one node's state as the demo shows it.
+type NodeLoad struct {
+	Start overlay.Key
+	Load  float64
+	Items int
+}
+
+// Ring returns every node's start, load and items, in ring order.
+func (run *PulseRun) Ring(ctx context.Context) []NodeLoad {
+	var out []NodeLoad
+	for _, r := range run.Net.Running() {
+		var nl NodeLoad
+		ok := false
+		_ = r.Do(ctx, func(n *node.Node) {
+			nl, ok = NodeLoad{Start: n.Self().Start, Load: n.Balancer.Load(), Items: n.Store().Len()}, n.Owns()
+		})
+		if ok {
+			out = append(out, nl)
 		}
 	}
-	close(stop)
-	wg.Wait()
-	for _, r := range rts {
-		_ = r.Do(ctx, func(n *node.Node) { res.ItemsMoved += uint64(n.Stats.ItemsOut[pb.Cause_CAUSE_BALANCE]) })
+	sort.Slice(out, func(i, j int) bool { return out[i].Start < out[j].Start })
+	return out
+}
+
+// Loads returns every node's load.
+func (run *PulseRun) Loads(ctx context.Context) []float64 {
+	var out []float64
+	for _, nl := range run.Ring(ctx) {
+		out = append(out, nl.Load)
 	}
-	return res, nil
+	return out
+}
+
+// Moves returns the balancing so far: items handed over by it, NIX exchanges, migrations.
+func (run *PulseRun) Moves(ctx context.Context) (items uint64, nix, mig int) {
+	for _, r := range run.Net.Running() {
+		_ = r.Do(ctx, func(n *node.Node) {
+			items += uint64(n.Stats.ItemsOut[pb.Cause_CAUSE_BALANCE])
+			nix += n.Balancer.Stats.NIX
+			mig += n.Balancer.Stats.MIG
+		})
+	}
+	return items, nix, mig
+}
+
+// Finish stops the reads and returns the result so far.
+func (run *PulseRun) Finish(ctx context.Context) PulseResult {
+	select {
+	case <-run.stop:
+	default:
+		close(run.stop)
+	}
+	run.wg.Wait()
+	run.res.Loads = run.Loads(ctx)
+	run.res.MaxLoadAfter = maxOf(run.res.Loads)
+	run.res.ItemsMoved, run.res.NIX, run.res.MIG = run.Moves(ctx)
+	return run.res
+}
+
+// Close stops the reads and the network.
+func (run *PulseRun) Close() {
+	run.Finish(context.Background())
+	run.Net.Close()
 }
 
 func maxOf(xs []float64) float64 {
