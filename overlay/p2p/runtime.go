@@ -404,13 +404,14 @@ func (r *Runtime) protectNeighbours() {
 }
 
 // rendezvous advertises the network's name on the DHT and, while the node has not joined,
-// looks there for more introducers.
+// looks there every two seconds for more introducers (its bootstrap peers may be DHT nodes
+// only, or gone).
 func (r *Runtime) rendezvous() {
 	defer r.wg.Done()
 	disc := drouting.NewRoutingDiscovery(r.kad)
 	ns := "skiprange/" + r.cfg.Network
 	dutil.Advertise(r.ctx, disc, ns)
-	tick := time.NewTicker(10 * time.Second)
+	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	for {
 		select {

@@ -36,6 +36,8 @@ type Options struct {
 	OnEvent func(i int, e overlay.Event)
 	// JoinTimeout bounds how long Add waits for a node to own its first range.
 	JoinTimeout time.Duration
+	// Network, when set, is advertised on the DHT by every node (rendezvous).
+	Network string
 	// HoldBalancing: nodes do not balance until their runtimes' StartBalancing.
 	HoldBalancing bool
 	// JoinAt, when set, gives the key node i joins next to (by default a random key). Tests
@@ -168,6 +170,7 @@ func (nw *Network) run(ctx context.Context, m *Member) error {
 		ListenAddrs:   []string{"/ip4/127.0.0.1/tcp/0"},
 		Node:          *nw.opts.Node,
 		HoldBalancing: nw.opts.HoldBalancing,
+		Network:       nw.opts.Network,
 		Store:         m.store,
 		Logger:        nw.opts.Logger.With(zap.Int("i", m.Index)),
 		OnEvent: func(e overlay.Event) {

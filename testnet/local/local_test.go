@@ -12,11 +12,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p"
+	dht "github.com/libp2p/go-libp2p-kad-dht"
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/skiprange/skiprange/client"
 	"github.com/skiprange/skiprange/node"
+	"github.com/skiprange/skiprange/node/store"
 	"github.com/skiprange/skiprange/overlay"
 	"github.com/skiprange/skiprange/overlay/p2p"
 	"github.com/skiprange/skiprange/overlay/pb"
@@ -396,3 +400,51 @@ const overlayProto = string(p2p.OverlayProtocol)
 func protocolID(s string) protocol.ID { return protocol.ID(s) }
 
 func uvarint(n uint64) []byte { return binary.AppendUvarint(nil, n) }
+
+// TestRendezvousFindsIntroducers: a node whose only bootstrap peer is a DHT node outside the
+// overlay finds overlay members through the DHT rendezvous of the network's name, and joins.
+func TestRendezvousFindsIntroducers(t *testing.T) {
+	nw := startNet(t, 3, Options{Network: "rendezvous-test"})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dhtHost, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableMetrics())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dhtHost.Close()
+	kad, err := dht.New(dhtHost, dht.Mode(dht.ModeServer), dht.ProtocolPrefix(p2p.DHTPrefix), dht.DisableValues())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kad.Close()
+	for _, r := range nw.Running() {
+		if err := dhtHost.Connect(ctx, r.AddrInfo()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // let the routing tables take each other in
+	joined := make(chan struct{})
+	var once sync.Once
+	key, _, _ := crypto.GenerateEd25519Key(nil)
+	cfg := FastConfig()
+	rt, err := p2p.Start(ctx, p2p.Config{
+		Identity: key, ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, Node: cfg, Store: store.NewMemory(),
+		Network:   "rendezvous-test",
+		Bootstrap: []peer.AddrInfo{{ID: dhtHost.ID(), Addrs: dhtHost.Addrs()}},
+		OnEvent: func(e overlay.Event) {
+			if e.Kind == overlay.EventJoined {
+				once.Do(func() { close(joined) })
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	select {
+	case <-joined:
+	case <-ctx.Done():
+		t.Fatal("the node never joined through introducers found on the DHT")
+	}
+	checkRing(t, newClient(t), nw, 4)
+}
