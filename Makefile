@@ -2,9 +2,15 @@
 GO        ?= go
 BIN       := bin
 PROTOC    ?= protoc
+IMAGE     ?= skiprange/skipnode:dev
+N         ?= 8
+# A short load window so that a skipctl bench shows balancing within a minute.
+NODE_FLAGS ?= --window 30s --slots 10 --thres 40 --over-thres 160
+COMPOSE   ?= $(shell command -v docker-compose >/dev/null 2>&1 && echo docker-compose || echo docker compose)
+TESTNET   := testnet/docker/run
 PROTOC_GEN_GO_VERSION := $(shell $(GO) list -m -f '{{.Version}}' google.golang.org/protobuf)
 
-.PHONY: help build test test-props test-short lint proto demo sim-demo bench bench-p2p clean
+.PHONY: help build test test-props test-short lint proto demo sim-demo bench bench-p2p image testnet-up testnet-down testnet-status clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -44,5 +50,24 @@ bench-p2p: ## issue 4's loopback measurements: 32-node latencies, throughput, ha
 	$(GO) test -run '^$$' -bench . -benchtime 3s -count 3 ./testnet/local/
 	SKIPRANGE_BENCH=1 $(GO) test -count=1 -v -run 'MemoryPerNode|LiveBalancing32' ./testnet/local/
 
+image: ## the skipnode image: static binaries FROM scratch (builds offline)
+	rm -rf build/image && mkdir -p build/image/data
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o build/image/ ./cmd/skipnode ./cmd/skipctl
+	cp testnet/docker/Dockerfile build/image/
+	docker build -q -t $(IMAGE) build/image
+
+testnet-up: image build ## start an N-node docker testnet (make testnet-up N=8) and wait until its ring is whole
+	$(BIN)/skipnet compose --nodes $(N) --dir $(TESTNET) --image $(IMAGE) --node-flags "$(NODE_FLAGS)"
+	cd $(TESTNET) && $(COMPOSE) -p skiprange up -d
+	@for i in $$(seq 1 60); do \
+	  $(BIN)/skipctl --peer $$(cat $(TESTNET)/entry) --timeout 2s ring >/dev/null 2>&1 && break; sleep 1; done
+	$(BIN)/skipctl --peer $$(cat $(TESTNET)/entry) ring
+
+testnet-status: build ## the docker testnet's ring (skipctl ring against node0)
+	$(BIN)/skipctl --peer $$(cat $(TESTNET)/entry) ring
+
+testnet-down: ## stop the docker testnet and delete its volumes
+	cd $(TESTNET) && $(COMPOSE) -p skiprange down -v --remove-orphans
+
 clean: ## remove built binaries
-	rm -rf $(BIN)
+	rm -rf $(BIN) build

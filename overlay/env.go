@@ -95,6 +95,8 @@ type Event struct {
 	Peer   NodeID
 	Range  Range
 	Detail string
+	// Items (EventRangeLost): how many items the failed node held there, as it last said.
+	Items int
 }
 
 // PeerFromPB converts a wire descriptor. A nil ref gives the zero Peer.

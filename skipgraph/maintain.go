@@ -63,6 +63,10 @@ type maintainState struct {
 	// this node and the successor: pinged, it is re-admitted if it answers (see readmit).
 	intruder    overlay.NodeID
 	intruderSeq uint64
+	// succItems is what the level-0 successor last said it stores (succItemsOf names it): the
+	// items lost with it if it fails.
+	succItems   int
+	succItemsOf overlay.NodeID
 	formerCalls map[overlay.NodeID]int
 	// recent are the last nodes heard from in level scans, remembered too when the node finds
 	// itself alone: its links may all have been dead while they were not.
@@ -178,6 +182,7 @@ func (n *Node) onPing(from overlay.Peer, p *pb.Ping) {
 			for _, s := range n.succList {
 				pong.SuccList = append(pong.SuccList, s.ToPB())
 			}
+			pong.Items = uint64(n.store.Len())
 		}
 	}
 	if p.Table {
@@ -197,6 +202,9 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 	delete(n.maintain.pings, p.Seq)
 	if !n.Owns() || info.level != 0 {
 		return
+	}
+	if from.ID == n.levels[0].succ.ID {
+		n.maintain.succItems, n.maintain.succItemsOf = int(p.Items), from.ID
 	}
 	if p.Seq == n.maintain.intruderSeq && from.ID == n.maintain.intruder {
 		// Only the answer to the check itself counts: an older pong may have been sent before
@@ -387,7 +395,12 @@ func (n *Node) linksFailed(id overlay.NodeID, keep uint64) {
 			return []zap.Field{zap.String("dead", string(id)), zap.String("new_succ", string(n.levels[0].succ.ID)), zap.Stringer("taken", lost)}
 		})
 		n.Stats.RangesLost++
-		n.env.Report(overlay.Event{Kind: overlay.EventRangeLost, Peer: id, Range: lost,
+		items := 0
+		if n.maintain.succItemsOf == id {
+			items = n.maintain.succItems
+		}
+		n.Stats.ItemsLost += items
+		n.env.Report(overlay.Event{Kind: overlay.EventRangeLost, Peer: id, Range: lost, Items: items,
 			Detail: "successor failed; its range was taken over without its items"})
 		if s := n.levels[0].succ; s.ID != n.self.ID {
 			n.updateNeighbor(s.ID, 0, pb.Side_SIDE_PRED, n.self, id, pb.Cause_CAUSE_REPAIR)

@@ -368,7 +368,8 @@ func (n *Node) tryLeave() {
 		// The last node: there is nobody to hand the range to. (Checked only once no handoff is
 		// under way: a lone node giving a joiner its first piece is not the last one if it flips.)
 		n.state = StateLeft
-		n.env.Report(overlay.Event{Kind: overlay.EventRangeLost, Peer: n.self.ID, Range: n.Range(),
+		n.Stats.ItemsLost += n.store.Len()
+		n.env.Report(overlay.Event{Kind: overlay.EventRangeLost, Peer: n.self.ID, Range: n.Range(), Items: n.store.Len(),
 			Detail: "last node left; its items leave with it"})
 		n.onLingerEnd()
 		return

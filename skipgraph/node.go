@@ -94,6 +94,7 @@ type Stats struct {
 	HopLimit    int            // routed messages dropped at the hop limit
 	Undeliver   int            // routed messages dropped for want of a next hop
 	RangesLost  int            // ranges taken over from failed successors
+	ItemsLost   int            // items those successors held, as they last said
 	HandoffsOut int            // handoffs this node gave, flipped
 	HandoffsIn  int            // handoffs this node received, committed
 	ItemsOut    [NumCauses]int // items given in flipped handoffs, by the cause they served

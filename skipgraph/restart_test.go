@@ -127,3 +127,35 @@ func TestHeaviestKeepsTheMostLoadedKeysInOrder(t *testing.T) {
 		t.Fatalf("under the limit: kept %d of 5", len(got))
 	}
 }
+
+func TestRestartAfterDeclaredDead(t *testing.T) {
+	nw := newTestNet(t, DefaultConfig())
+	a := nw.bootstrap("a")
+	nw.join("b", "a", k(2500))
+	nw.join("c", "a", k(5000))
+	nw.join("d", "a", k(7500))
+	for i := 0; i < 100; i++ {
+		a.Put(k(i*100), []byte(fmt.Sprint(i)))
+	}
+	nw.run()
+	snap := proto.Clone(nw.nodes["c"].Snapshot()).(*pb.NodeSnapshot)
+	nw.crash("c")
+	nw.advance(2 * time.Minute)
+	t.Logf("b lost %v, b range %s", nw.nodes["b"].LostRanges(), nw.nodes["b"].Range())
+	a.Put(k(5100), []byte("new"))
+	nw.run()
+	c, err := nw.restart("c", snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nw.advance(2 * time.Minute)
+	for _, id := range []overlay.NodeID{"a", "b", "c", "d"} {
+		n := nw.nodes[id]
+		t.Logf("%s: state %s range %s items %d lost %v", id, n.State(), n.Range(), n.Store().Len(), n.LostRanges())
+	}
+	_ = c
+	nw.checkRing()
+	get := a.Get(k(5100))
+	nw.run()
+	t.Logf("get 5100: %+v", nw.envs["a"].result(t, get))
+}

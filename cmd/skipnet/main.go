@@ -26,7 +26,8 @@ const usage = `skipnet — local networks of real skiprange nodes in one process
 Usage:
   skipnet up   [--nodes N] [--data-dir DIR] [--fast]   start N nodes and keep them running
   skipnet demo [flags]                                 watch NIXMIG balance a 5% pulse live
-  skipnet help [up|demo]
+  skipnet compose [--nodes N] [--dir DIR]             write a docker-compose testnet (make testnet-up)
+  skipnet help [up|demo|compose]
 
 Each node has its own libp2p host on 127.0.0.1, its own store and its own event loop, exactly as
 a skipnode daemon. "up" prints every node's address; point skipctl at any of them:
@@ -59,8 +60,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = up(args[1:], stdout, stderr)
 	case "demo":
 		err = demo(args[1:], stdout, stderr)
+	case "compose":
+		err = compose(args[1:], stdout, stderr)
 	default:
-		fmt.Fprintf(stderr, "skipnet: unknown command %q (want up or demo; see skipnet help)\n", args[0])
+		fmt.Fprintf(stderr, "skipnet: unknown command %q (want up, demo or compose; see skipnet help)\n", args[0])
 		return 2
 	}
 	var ue usageError

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -22,6 +23,7 @@ type options struct {
 	bootstrap   list
 	network     string
 	dataDir     string
+	identity    string
 	newNetwork  bool
 	joinAt      string
 	metricsAddr string
@@ -77,6 +79,7 @@ func newFlags(fs *flag.FlagSet, o *options) *string {
 	fs.Var(&o.bootstrap, "bootstrap", "multiaddr(s) with /p2p/<id> of nodes to join through, repeatable or comma-separated")
 	fs.StringVar(&o.network, "network", "skiprange", "network name: nodes advertise it on the DHT and find introducers through it")
 	fs.StringVar(&o.dataDir, "data-dir", "skipnode-data", "directory for the identity key and the item store")
+	fs.StringVar(&o.identity, "identity", "", "the node's private key file, created if missing (default <data-dir>/identity.key); a testnet generator writes them beforehand so that peer IDs are known")
 	fs.BoolVar(&o.newNetwork, "new-network", false, "start a new overlay when there is no saved state and no --bootstrap")
 	fs.StringVar(&o.joinAt, "join-at", "", "join next to the owner of this key (default: a random key)")
 	fs.StringVar(&o.metricsAddr, "metrics", "127.0.0.1:9100", "address for /metrics (Prometheus) and /healthz; empty disables")
@@ -84,6 +87,10 @@ func newFlags(fs *flag.FlagSet, o *options) *string {
 	fs.StringVar(&o.libp2pLog, "libp2p-log-level", "error", "log level of libp2p's own loggers")
 	fs.BoolVar(&o.logJSON, "log-json", false, "log JSON lines instead of console text")
 	fs.DurationVar(&o.leaveWait, "leave-timeout", time.Minute, "how long a graceful leave may take before the node exits anyway")
+	sg := &o.node.SkipGraph
+	fs.DurationVar(&sg.ProbeInterval, "probe-interval", sg.ProbeInterval, "how often a node pings its ring neighbours; failure detection takes about probe-misses × this")
+	fs.DurationVar(&sg.ProbeTimeout, "probe-timeout", sg.ProbeTimeout, "how long a ping waits for its answer")
+	fs.IntVar(&sg.ProbeMisses, "probe-misses", sg.ProbeMisses, "unanswered pings in a row that make a neighbour dead")
 	fs.StringVar(&o.algorithm, "algorithm", b.Algorithm.String(), "balancing: nixmig, nix, mig, ib (Item Balancing) or none")
 	fs.Float64Var(&b.Thres, "thres", b.Thres, "load above which a node is overloaded (requests per load window)")
 	fs.Float64Var(&b.OverThres, "over-thres", b.OverThres, "load above which only the share --a of the excess moves in one exchange")
@@ -187,8 +194,14 @@ func (o *options) finish() error {
 	if err := o.node.Balance.Validate(); err != nil {
 		return fmt.Errorf("balancing settings: %w", err)
 	}
+	if err := o.node.SkipGraph.Validate(); err != nil {
+		return fmt.Errorf("overlay settings: %w", err)
+	}
 	if o.dataDir == "" {
 		return errors.New("--data-dir must not be empty: the node keeps its identity and items there")
+	}
+	if o.identity == "" {
+		o.identity = filepath.Join(o.dataDir, "identity.key")
 	}
 	if len(o.listen) == 0 {
 		o.listen = list{"/ip4/0.0.0.0/tcp/4001", "/ip4/0.0.0.0/udp/4001/quic-v1"}

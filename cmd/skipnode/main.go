@@ -92,7 +92,7 @@ func newLogger(o *options, stderr io.Writer) (*zap.Logger, error) {
 
 // serve runs the node until a signal: the first leaves gracefully, a second exits at once.
 func serve(o *options, log *zap.Logger, stdout io.Writer) error {
-	key, err := p2p.LoadOrCreateIdentity(filepath.Join(o.dataDir, "identity.key"))
+	key, err := p2p.LoadOrCreateIdentity(o.identity)
 	if err != nil {
 		return err
 	}

@@ -516,6 +516,9 @@ func (r *Runtime) Complete(res overlay.Result) {
 
 func (r *Runtime) Report(e overlay.Event) {
 	fields := []zap.Field{zap.String("range", e.Range.String()), zap.String("detail", e.Detail)}
+	if e.Kind == overlay.EventRangeLost {
+		fields = append(fields, zap.Int("items_lost", e.Items))
+	}
 	if e.Peer != "" {
 		fields = append(fields, zap.Stringer("peer", peer.ID(e.Peer)))
 	}

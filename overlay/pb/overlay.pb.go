@@ -2101,8 +2101,11 @@ type Pong struct {
 	Succ     *NodeRef               `protobuf:"bytes,4,opt,name=succ,proto3" json:"succ,omitempty"`
 	SuccList []*NodeRef             `protobuf:"bytes,5,rep,name=succ_list,json=succList,proto3" json:"succ_list,omitempty"`
 	// preds[l] and succs[l]: the responder's neighbours on level l (when table was asked).
-	Preds         []*NodeRef `protobuf:"bytes,6,rep,name=preds,proto3" json:"preds,omitempty"`
-	Succs         []*NodeRef `protobuf:"bytes,7,rep,name=succs,proto3" json:"succs,omitempty"`
+	Preds []*NodeRef `protobuf:"bytes,6,rep,name=preds,proto3" json:"preds,omitempty"`
+	Succs []*NodeRef `protobuf:"bytes,7,rep,name=succs,proto3" json:"succs,omitempty"`
+	// items the responder stores (level-0 pongs): if it fails, its predecessor reports how many
+	// items were lost with it.
+	Items         uint64 `protobuf:"varint,8,opt,name=items,proto3" json:"items,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2184,6 +2187,13 @@ func (x *Pong) GetSuccs() []*NodeRef {
 		return x.Succs
 	}
 	return nil
+}
+
+func (x *Pong) GetItems() uint64 {
+	if x != nil {
+		return x.Items
+	}
+	return 0
 }
 
 type Envelope struct {
@@ -3905,7 +3915,7 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x04Ping\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\rR\x05level\x12\x14\n" +
-	"\x05table\x18\x03 \x01(\bR\x05table\"\xab\x02\n" +
+	"\x05table\x18\x03 \x01(\bR\x05table\"\xc1\x02\n" +
 	"\x04Pong\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\rR\x05level\x12.\n" +
@@ -3913,7 +3923,8 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x04succ\x18\x04 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04succ\x127\n" +
 	"\tsucc_list\x18\x05 \x03(\v2\x1a.skiprange.overlay.NodeRefR\bsuccList\x120\n" +
 	"\x05preds\x18\x06 \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05preds\x120\n" +
-	"\x05succs\x18\a \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05succs\"\xc9\n" +
+	"\x05succs\x18\a \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05succs\x12\x14\n" +
+	"\x05items\x18\b \x01(\x04R\x05items\"\xc9\n" +
 	"\n" +
 	"\bEnvelope\x12.\n" +
 	"\x04from\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04from\x12.\n" +

@@ -269,10 +269,12 @@ func TestLeaveAndRestart(t *testing.T) {
 func TestCrashReportsLostRange(t *testing.T) {
 	var mu sync.Mutex
 	var lost []overlay.Range
+	lostItems := 0
 	nw := startNet(t, 8, Options{OnEvent: func(_ int, e overlay.Event) {
 		if e.Kind == overlay.EventRangeLost {
 			mu.Lock()
 			lost = append(lost, e.Range)
+			lostItems += e.Items
 			mu.Unlock()
 		}
 	}})
@@ -285,6 +287,8 @@ func TestCrashReportsLostRange(t *testing.T) {
 	if err := victim.Do(context.Background(), func(n *nodeT) { gone, held = n.Range(), n.Store().Len() }); err != nil {
 		t.Fatal(err)
 	}
+	// Item counts travel in pongs: let one round of them pass after the load.
+	time.Sleep(4 * FastConfig().SkipGraph.ProbeInterval)
 	nw.Crash(5)
 	checkRing(t, c, nw, 7)
 	mu.Lock()
@@ -292,6 +296,15 @@ func TestCrashReportsLostRange(t *testing.T) {
 	mu.Unlock()
 	if len(reported) != 1 || reported[0] != gone {
 		t.Fatalf("lost ranges reported %v, want exactly the crashed node's %s", reported, gone)
+	}
+	mu.Lock()
+	if lostItems != held {
+		t.Fatalf("%d items reported lost, but the crashed node held %d", lostItems, held)
+	}
+	mu.Unlock()
+	ring := checkRing(t, c, nw, 7)
+	if ring.TotalLost() != uint64(held) {
+		t.Fatalf("the ring reports %d lost items, want %d", ring.TotalLost(), held)
 	}
 	bad := readAll(t, c, nw, ref)
 	inGone := 0
