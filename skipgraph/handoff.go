@@ -421,6 +421,34 @@ func (n *Node) discardIn(x *inXfer) {
 	n.releaseHeld()
 }
 
+// adoptFromDead keeps the piece of an incoming handoff that this node acknowledged when its
+// giver — this node's level-0 successor, whose range this node is taking over — died before the
+// commit arrived. Whether or not the giver flipped, this node now holds the only copy, and the
+// piece lies in the range it takes over (a piece from above starts where this range ends), so
+// keeping it is the only way not to lose it (discarding it later would even delete items of
+// this node's own range, once it heard of the giver's new start). It returns the piece; the caller subtracts it from
+// what it reports lost, then releases the held messages.
+func (n *Node) adoptFromDead(dead overlay.NodeID) (overlay.Range, bool) {
+	x := n.in
+	// The piece starts where this range ends, or ends there if this node already heard of the
+	// giver's new start.
+	if x == nil || x.from.ID != dead || !x.acked || (x.piece.Start != n.end() && x.piece.End != n.end()) ||
+		(x.kind != pb.HandoffKind_HANDOFF_NIX && x.kind != pb.HandoffKind_HANDOFF_LEAVE) {
+		return overlay.Range{}, false
+	}
+	n.in = nil
+	n.Stats.HandoffsIn++
+	for _, r := range x.lost {
+		n.lost.add(r)
+	}
+	if n.obs != nil {
+		n.obs.PieceArrived(x.piece, x.loads)
+	}
+	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: dead, Range: x.piece,
+		Detail: "giver died after this node acknowledged its piece; the piece is kept"})
+	return x.piece, true
+}
+
 func (n *Node) onInTimer(id uint64) {
 	x := n.in
 	if x == nil || x.id != id {

@@ -377,6 +377,7 @@ func (n *Node) linksFailed(id overlay.NodeID, keep uint64) {
 	n.succList = list
 	if gone(n.levels[0].succ) {
 		oldEnd := n.end()
+		adopted, didAdopt := n.adoptFromDead(id)
 		next := n.nearestClockwise(gone)
 		if len(n.succList) > 0 {
 			next = n.succList[0]
@@ -390,6 +391,9 @@ func (n *Node) linksFailed(id overlay.NodeID, keep uint64) {
 		lost := overlay.Range{Start: oldEnd, End: n.end()}
 		if oldEnd != n.end() {
 			n.lost.add(lost)
+			if didAdopt {
+				n.lost.remove(adopted)
+			}
 		}
 		n.debug("successor failed", func() []zap.Field {
 			return []zap.Field{zap.String("dead", string(id)), zap.String("new_succ", string(n.levels[0].succ.ID)), zap.Stringer("taken", lost)}
@@ -399,6 +403,10 @@ func (n *Node) linksFailed(id overlay.NodeID, keep uint64) {
 		if n.maintain.succItemsOf == id {
 			items = n.maintain.succItems
 		}
+		if didAdopt {
+			kept, _ := n.store.Count(adopted)
+			items = max(0, items-kept)
+		}
 		n.Stats.ItemsLost += items
 		n.env.Report(overlay.Event{Kind: overlay.EventRangeLost, Peer: id, Range: lost, Items: items,
 			Detail: "successor failed; its range was taken over without its items"})
@@ -407,6 +415,10 @@ func (n *Node) linksFailed(id overlay.NodeID, keep uint64) {
 			n.ping(s, 0, true)
 		}
 		n.relinkAround(&n.maintain.succTable, id)
+		if didAdopt {
+			n.releaseHeld()
+			n.becameIdle()
+		}
 	}
 	n.urgent(urgentFor)
 	if gone(n.levels[0].pred) {

@@ -1,0 +1,92 @@
+package skipgraph
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skiprange/skiprange/overlay"
+	"github.com/skiprange/skiprange/overlay/pb"
+)
+
+// TestNIXGiverDiesAfterTheFlip: the giver of a NIX to its predecessor flips and dies before its
+// commit arrives. The receiver, taking over the dead giver's range, keeps the piece it
+// acknowledged — it holds the only copy — and reports only the rest as lost.
+func TestNIXGiverDiesAfterTheFlip(t *testing.T) {
+	nw := fiveNodes(t)
+	b, c := nw.nodes["b"], nw.nodes["c"]
+	if err := c.GiveNIX(false, k(2500), pb.Cause_CAUSE_BALANCE, nil); err != nil {
+		t.Fatal(err)
+	}
+	for c.Range().Start != k(2500) {
+		if !nw.step() {
+			t.Fatal("the handoff never flipped")
+		}
+	}
+	nw.crash("c") // the commit in flight is dropped with it
+	nw.advance(time.Minute)
+	if got := b.Range(); got != (overlay.Range{Start: k(1000), End: k(3000)}) {
+		t.Fatalf("b owns %s, want [1000, 3000) (its own, the piece, the dead giver's rest)", got)
+	}
+	if got, want := b.LostRanges(), []overlay.Range{{Start: k(2500), End: k(3000)}}; !slices.Equal(got, want) {
+		t.Fatalf("b reports %v lost, want %v: the piece it holds is not lost", got, want)
+	}
+	nw.checkReads("b", []int{1000, 1900, 2000, 2400}, nil)
+	for _, i := range []int{2500, 2900} {
+		if r := nw.getFrom("a", i); r.Status != pb.Status_STATUS_LOST {
+			t.Fatalf("get %d of the dead giver's rest: %v, want LOST", i, r.Status)
+		}
+	}
+	checkAdopted(t, nw, "b", overlay.Range{Start: k(2000), End: k(2500)})
+	nw.checkRing()
+	nw.checkLevels()
+}
+
+// TestNIXGiverDiesAfterItsNewStartIsKnown: as above, but the receiver heard of the giver's new
+// start (from a pong) before the giver died: the piece is already inside its range and must not
+// be discarded when the commit never comes.
+func TestNIXGiverDiesAfterItsNewStartIsKnown(t *testing.T) {
+	nw := fiveNodes(t)
+	b, c := nw.nodes["b"], nw.nodes["c"]
+	nw.drop = func(s sentMsg) bool { return s.m.GetHandoffCommit() != nil }
+	if err := c.GiveNIX(false, k(2500), pb.Cause_CAUSE_BALANCE, nil); err != nil {
+		t.Fatal(err)
+	}
+	for c.Range().Start != k(2500) {
+		if !nw.step() {
+			t.Fatal("the handoff never flipped")
+		}
+	}
+	nw.advanceWith(DefaultConfig().ProbeInterval*2, nil) // pongs tell b where c starts now
+	if b.Range().End != k(2500) {
+		t.Fatalf("b owns %s: it has not heard of c's new start", b.Range())
+	}
+	nw.crash("c")
+	nw.advance(2 * time.Minute)
+	if got := b.Range(); got != (overlay.Range{Start: k(1000), End: k(3000)}) {
+		t.Fatalf("b owns %s", got)
+	}
+	nw.checkReads("b", []int{1000, 2000, 2400}, nil)
+	if got, want := b.LostRanges(), []overlay.Range{{Start: k(2500), End: k(3000)}}; !slices.Equal(got, want) {
+		t.Fatalf("b reports %v lost, want %v", got, want)
+	}
+	checkAdopted(t, nw, "b", overlay.Range{Start: k(2000), End: k(2500)})
+	if b.Busy() {
+		t.Fatal("b is still busy with the dead giver's handoff")
+	}
+}
+
+// checkAdopted fails unless id reported keeping exactly piece from a dead giver.
+func checkAdopted(t *testing.T, nw *testNet, id overlay.NodeID, piece overlay.Range) {
+	t.Helper()
+	var kept []overlay.Range
+	for _, e := range nw.envs[id].eventsOf(overlay.EventConflict) {
+		if strings.Contains(e.Detail, "piece is kept") {
+			kept = append(kept, e.Range)
+		}
+	}
+	if !slices.Equal(kept, []overlay.Range{piece}) {
+		t.Fatalf("%s reported keeping %v, want %v", id, kept, piece)
+	}
+}
