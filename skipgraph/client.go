@@ -18,6 +18,9 @@ type request struct {
 	attempt  int
 	deadline time.Time
 	issue    func() // sends the request (again, on retry)
+	// onDone, when set, takes the result instead of the runtime: requests the node makes for
+	// itself (re-admission's batch writes).
+	onDone func(overlay.Result)
 }
 
 // Get starts an exact-match read of key and returns the request id its Result will carry.
@@ -64,9 +67,12 @@ func (n *Node) Scan(start, end overlay.Key, limitKeys int, limitBytes int) uint6
 
 // PutBatch starts a write of many items: it travels to the owner of the smallest key and walks
 // clockwise, each node storing its share. Bulk loads use it.
-func (n *Node) PutBatch(items []overlay.Item) uint64 {
+func (n *Node) PutBatch(items []overlay.Item) uint64 { return n.putBatch(items, nil) }
+
+// putBatch starts a batch write whose result goes to onDone, or to the runtime when nil.
+func (n *Node) putBatch(items []overlay.Item, onDone func(overlay.Result)) uint64 {
 	id := n.newReqID()
-	req := &request{id: id, kind: overlay.ResultBatchPut}
+	req := &request{id: id, kind: overlay.ResultBatchPut, onDone: onDone}
 	if len(items) == 0 || len(items) > n.cfg.MaxItemsPerMessage {
 		n.failNow(req, pb.Status_STATUS_INVALID, fmt.Errorf("a batch holds 1 to %d items, not %d", n.cfg.MaxItemsPerMessage, len(items)))
 		return id
@@ -127,7 +133,16 @@ func (n *Node) checkItem(k overlay.Key, v []byte) error {
 }
 
 func (n *Node) failNow(req *request, status pb.Status, err error) {
-	n.env.Complete(overlay.Result{ReqID: req.id, Kind: req.kind, Op: req.op, Key: req.key, Status: status, Err: err.Error()})
+	n.complete(req, overlay.Result{ReqID: req.id, Kind: req.kind, Op: req.op, Key: req.key, Status: status, Err: err.Error()})
+}
+
+// complete hands a request's result to whoever waits for it.
+func (n *Node) complete(req *request, r overlay.Result) {
+	if req.onDone != nil {
+		req.onDone(r)
+		return
+	}
+	n.env.Complete(r)
 }
 
 func (n *Node) startRequest(req *request) {
@@ -168,7 +183,7 @@ func (n *Node) finish(r overlay.Result) {
 	}
 	delete(n.pending, r.ReqID)
 	r.Kind, r.Op, r.Key = req.kind, req.op, req.key
-	n.env.Complete(r)
+	n.complete(req, r)
 }
 
 // replyTo sends m to the origin of a request, or handles it here when the origin is this node.

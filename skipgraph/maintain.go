@@ -206,6 +206,7 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 	if from.ID == n.levels[0].succ.ID {
 		n.maintain.succItems, n.maintain.succItemsOf = int(p.Items), from.ID
 	}
+	n.checkConfirmed(from, p)
 	if p.Seq == n.maintain.intruderSeq && from.ID == n.maintain.intruder {
 		// Only the answer to the check itself counts: an older pong may have been sent before
 		// the node handed its range over. A node that answers now still owns its range (a node
@@ -290,11 +291,23 @@ func (n *Node) readmit(x overlay.Peer) {
 	n.lost.remove(piece)    // x still has its items
 	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.ID, Range: piece,
 		Detail: fmt.Sprintf("re-admitted a node wrongly declared dead; %d items written meanwhile sent back", len(items))})
-	if len(items) > 0 {
-		n.PutBatch(items)
-		if err := n.store.DeleteRange(piece); err != nil {
-			n.env.Logger().Warn("delete re-admitted range")
-		}
+	// The items go back in batches; this node's copies go only once a batch is stored (a lost
+	// batch leaves them here, where a later handoff or re-admission can still find them).
+	for len(items) > 0 {
+		batch := items[:min(len(items), n.cfg.MaxItemsPerMessage)]
+		items = items[len(batch):]
+		n.putBatch(batch, func(r overlay.Result) {
+			if r.Status != pb.Status_STATUS_OK {
+				n.env.Logger().Warn("re-admission: items written meanwhile not delivered; copies kept",
+					zap.Int("items", len(batch)), zap.String("error", r.Err))
+				return
+			}
+			for _, it := range batch {
+				if !n.Responsible(it.Key) {
+					_ = n.store.Delete(it.Key)
+				}
+			}
+		})
 	}
 }
 

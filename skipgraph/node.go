@@ -2,6 +2,7 @@ package skipgraph
 
 import (
 	"fmt"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -74,6 +75,10 @@ type Node struct {
 	join     joinState
 	leave    leaveState
 	maintain maintainState
+
+	// unconfirmedSince is set while a restored node waits for its predecessor to name it as
+	// successor (see Restore); until then it holds the requests for its range.
+	unconfirmedSince time.Time
 
 	nextReq uint64
 	pending map[uint64]*request

@@ -1,7 +1,10 @@
 package skipgraph
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/skiprange/skiprange/overlay"
 	"github.com/skiprange/skiprange/overlay/pb"
@@ -30,8 +33,11 @@ func (n *Node) Snapshot() *pb.NodeSnapshot {
 
 // Restore puts a restarted node back in the place its snapshot describes: the same start,
 // version and incarnation, the same neighbours, active at once. Its store must hold the items
-// it had. Neighbours that have not yet declared it dead see no change; maintenance repairs
-// whatever moved meanwhile. It replaces Bootstrap and Join for a node with a snapshot.
+// it had. Neighbours that have not yet declared it dead see no change; if they have, the
+// predecessor took its range over and re-admits it. Until the predecessor's pong names it as
+// successor, the node holds the requests for its range rather than answer from copies that
+// writes made meanwhile may have superseded. It replaces Bootstrap and Join for a node with a
+// snapshot.
 func (n *Node) Restore(s *pb.NodeSnapshot) error {
 	if n.state != StateNew {
 		return fmt.Errorf("restore: node is %s", n.state)
@@ -67,6 +73,44 @@ func (n *Node) Restore(s *pb.NodeSnapshot) error {
 	n.refreshSelfRef()
 	n.state = StateActive
 	n.env.Report(overlay.Event{Kind: overlay.EventJoined, Range: n.Range(), Detail: "restored from snapshot"})
+	if n.levels[0].pred.ID != n.self.ID {
+		n.unconfirmedSince = n.env.Now()
+	}
 	n.startMaintenance()
 	return nil
+}
+
+// maxUnconfirmed bounds, in probe intervals, how long a restored node waits for its
+// predecessor's word before it serves its range anyway.
+const maxUnconfirmed = 20
+
+// checkConfirmed ends a restored node's wait when its predecessor's pong names it as the
+// predecessor's successor: nobody took its range over, or the predecessor re-admitted it and
+// sent the items written meanwhile (on the same ordered path, before that pong). Held batch
+// writes go first, so that no held read sees a value older than one acknowledged meanwhile.
+func (n *Node) checkConfirmed(from overlay.Peer, p *pb.Pong) {
+	if n.unconfirmedSince.IsZero() {
+		return
+	}
+	confirmed := from.ID == n.levels[0].pred.ID && overlay.PeerFromPB(p.Succ).ID == n.self.ID
+	late := n.env.Now().Sub(n.unconfirmedSince) > maxUnconfirmed*n.cfg.ProbeInterval
+	if !confirmed && !late {
+		return
+	}
+	if !confirmed {
+		n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: from.ID, Range: n.Range(),
+			Detail: "restored node never confirmed by its predecessor; serving its range anyway"})
+	}
+	n.unconfirmedSince = time.Time{}
+	slices.SortStableFunc(n.held, func(a, b *pb.Envelope) int {
+		return cmp.Compare(batchFirst(a), batchFirst(b))
+	})
+	n.releaseHeld()
+}
+
+func batchFirst(m *pb.Envelope) int {
+	if m.GetBatchPut() != nil {
+		return 0
+	}
+	return 1
 }

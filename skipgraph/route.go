@@ -35,6 +35,9 @@ func (n *Node) nextHop(r *pb.Route) (hop, overlay.NodeID) {
 	}
 	k := overlay.Key(r.Key)
 	if n.Range().Contains(k) {
+		if !n.unconfirmedSince.IsZero() {
+			return hopHold, "" // a restored node that may have been replaced meanwhile
+		}
 		return hopLocal, ""
 	}
 	if n.in != nil && n.in.piece.Contains(k) {
