@@ -39,11 +39,12 @@ type pingInfo struct {
 }
 
 type maintainState struct {
-	running bool
-	ticks   uint64
-	nextSeq uint64
-	pings   map[uint64]pingInfo
-	misses  map[overlay.NodeID]int
+	running  bool
+	ticks    uint64
+	lastTick time.Time
+	nextSeq  uint64
+	pings    map[uint64]pingInfo
+	misses   map[overlay.NodeID]int
 	// succTable and predTable are the level-0 neighbours' links on every level, from their last
 	// pongs: if one dies, this node relinks its neighbours on its behalf. Both sides do, so that
 	// a run of consecutive dead nodes is relinked from its ends.
@@ -110,6 +111,7 @@ func (n *Node) onTick() {
 	}
 	n.env.SetTimer(n.cfg.ProbeInterval, overlay.Timer{Kind: timerTick})
 	n.maintain.ticks++
+	n.maintain.lastTick = n.env.Now()
 	lk := n.levels[0]
 	if lk.succ.ID == n.self.ID {
 		n.callFormerPeers()

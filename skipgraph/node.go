@@ -76,9 +76,14 @@ type Node struct {
 	leave    leaveState
 	maintain maintainState
 
-	// unconfirmedSince is set while a restored node waits for its predecessor to name it as
-	// successor (see Restore); until then it holds the requests for its range.
+	// unconfirmedSince is set while a node that may have been replaced waits for its predecessor
+	// to name it as successor: after a restart (Restore), or after its predecessor fell silent
+	// for long enough to have declared it dead (a pause, a partition). Until then it holds the
+	// requests for its range rather than answer from copies that may be stale.
 	unconfirmedSince time.Time
+	// predHeard is when the level-0 predecessor (predHeardID) was last heard from.
+	predHeard   time.Time
+	predHeardID overlay.NodeID
 
 	nextReq uint64
 	pending map[uint64]*request
@@ -263,6 +268,9 @@ func (n *Node) Accept(from overlay.NodeID, m *pb.Envelope) (overlay.Peer, bool) 
 	n.handling = m.Cause
 	n.learn(sender)
 	n.maintain.heardFrom(sender.ID)
+	if len(n.levels) > 0 && sender.ID == n.levels[0].pred.ID {
+		n.predHeard, n.predHeardID = n.env.Now(), sender.ID
+	}
 	return sender, true
 }
 

@@ -80,6 +80,37 @@ func (n *Node) Restore(s *pb.NodeSnapshot) error {
 	return nil
 }
 
+// mayBeReplaced reports whether the node must not answer for its range from its own store:
+// it waits for its predecessor's confirmation (after a restart), or its predecessor has been
+// silent for long enough that it may have declared this node dead and taken its range over —
+// which then starts such a wait. A node paused or cut off for that long resumes holding
+// requests, not serving values its predecessor may have superseded.
+func (n *Node) mayBeReplaced() bool {
+	if !n.unconfirmedSince.IsZero() {
+		return true
+	}
+	pred := n.levels[0].pred
+	if pred.ID == n.self.ID {
+		return false
+	}
+	// Earliest a predecessor can declare this node dead: ProbeMisses unanswered pings after
+	// the last exchange, less one interval of margin.
+	limit := time.Duration(max(n.cfg.ProbeMisses-1, 1))*n.cfg.ProbeInterval + n.cfg.ProbeTimeout
+	now := n.env.Now()
+	// The node itself stood still (a paused process: its ticks did not run; messages buffered
+	// meanwhile, old pings among them, may be read before the late tick), or its predecessor
+	// stopped reaching it (a partition).
+	frozen := !n.maintain.lastTick.IsZero() && now.Sub(n.maintain.lastTick) > limit
+	silent := pred.ID == n.predHeardID && now.Sub(n.predHeard) > limit
+	if !frozen && !silent {
+		return false
+	}
+	n.unconfirmedSince = now
+	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: pred.ID, Range: n.Range(),
+		Detail: "stood still or unheard long enough to have been declared dead; holding requests until the predecessor confirms"})
+	return true
+}
+
 // maxUnconfirmed bounds, in probe intervals, how long a restored node waits for its
 // predecessor's word before it serves its range anyway.
 const maxUnconfirmed = 20

@@ -35,8 +35,8 @@ func (n *Node) nextHop(r *pb.Route) (hop, overlay.NodeID) {
 	}
 	k := overlay.Key(r.Key)
 	if n.Range().Contains(k) {
-		if !n.unconfirmedSince.IsZero() {
-			return hopHold, "" // a restored node that may have been replaced meanwhile
+		if n.mayBeReplaced() {
+			return hopHold, ""
 		}
 		return hopLocal, ""
 	}

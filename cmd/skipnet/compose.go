@@ -78,10 +78,14 @@ func compose(args []string, stdout, stderr io.Writer) error {
 	for i := 0; i < *nodes; i++ {
 		cmd := []string{"--data-dir", "/data", "--identity", fmt.Sprintf("/keys/node%d.key", i),
 			"--listen", fmt.Sprintf("/ip4/0.0.0.0/tcp/%d", nodePort), "--metrics", "0.0.0.0:9100", "--log-json"}
-		switch i {
-		case 0:
+		switch {
+		case i == 0 && *nodes > 1:
+			// The seed: it starts the overlay when node1 does not answer (the first start), and
+			// joins through node1 when it restarts after a graceful leave.
+			cmd = append(cmd, "--new-network", "--bootstrap", bootstrap(1))
+		case i == 0:
 			cmd = append(cmd, "--new-network")
-		case 1:
+		case i == 1:
 			cmd = append(cmd, "--bootstrap", bootstrap(0))
 		default:
 			cmd = append(cmd, "--bootstrap", bootstrap(0)+","+bootstrap(1))

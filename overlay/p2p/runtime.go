@@ -47,8 +47,8 @@ type Config struct {
 	Bootstrap []peer.AddrInfo
 	// Network names the overlay; nodes advertise it on the DHT and find introducers through it.
 	Network string
-	// NewNetwork: with no snapshot and no bootstrap peers, start a new overlay owning the whole
-	// key circle. Without it such a node refuses to start.
+	// NewNetwork: with no snapshot and no reachable bootstrap peer, start a new overlay owning
+	// the whole key circle (a seed). Without it such a node refuses to start.
 	NewNetwork bool
 	// JoinAt, when set, is the key whose owner the node joins next to; otherwise a random key.
 	JoinAt *overlay.Key
@@ -185,18 +185,29 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	h.SetStreamHandler(ClientProtocol, r.handleClient)
 	h.SetStreamHandlerMatch("/skiprange/unknown", isUnknownSkiprangeProtocol, r.handleUnknown)
 
+	reached := 0
+	dialWait := 10 * time.Second
+	if cfg.NewNetwork {
+		dialWait = 3 * time.Second // a seed asks briefly: on a first start nobody is there
+	}
 	for _, b := range cfg.Bootstrap {
-		cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
+		cctx, ccancel := context.WithTimeout(ctx, dialWait)
 		err := r.host.Connect(cctx, b)
 		ccancel()
 		if err != nil {
 			r.log.Warn("bootstrap peer unreachable", zap.String("peer", b.ID.String()), zap.Error(err))
+			continue
 		}
+		reached++
 	}
 	var enter func() error
 	switch {
 	case snap != nil:
 		enter = func() error { return nd.Restore(snap) }
+	case cfg.NewNetwork && reached == 0:
+		// A seed node: it starts the overlay unless a bootstrap peer answers — then an overlay
+		// exists (the seed restarted after a graceful leave) and it joins it.
+		enter = nd.Bootstrap
 	case len(cfg.Bootstrap) > 0:
 		position := r.joinPosition()
 		intro := make([]overlay.NodeID, 0, len(cfg.Bootstrap))
@@ -204,8 +215,6 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 			intro = append(intro, overlay.NodeID(b.ID))
 		}
 		enter = func() error { return nd.Join(intro[0], position, intro[1:]...) }
-	case cfg.NewNetwork:
-		enter = nd.Bootstrap
 	default:
 		return fail(errors.New("no bootstrap peers and no saved state: give bootstrap peers to join a network, or start a new one"))
 	}
