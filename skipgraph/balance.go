@@ -45,6 +45,9 @@ func (n *Node) GiveNIX(toSucc bool, split overlay.Key, cause pb.Cause, done func
 	if n.Busy() {
 		return fmt.Errorf("nix: node is busy with another handoff")
 	}
+	if n.unconfirmed() {
+		return fmt.Errorf("nix: node waits for its predecessor to confirm its place")
+	}
 	mine := n.Range()
 	if split == mine.Start || !mine.Contains(split) {
 		return fmt.Errorf("nix: split %q does not lie strictly inside %s", split, mine)

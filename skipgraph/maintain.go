@@ -282,6 +282,10 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 // follow as a batch write to x.
 func (n *Node) readmit(x overlay.Peer) {
 	piece := overlay.Range{Start: x.Start, End: n.end()}
+	if n.unconfirmed() {
+		n.cede(x, piece)
+		return
+	}
 	var items []overlay.Item
 	_ = n.store.Ascend(piece, func(k overlay.Key, v []byte) bool {
 		items = append(items, overlay.Item{Key: k, Value: v})
@@ -311,6 +315,29 @@ func (n *Node) readmit(x overlay.Peer) {
 			}
 		})
 	}
+}
+
+// cede is what a node does instead of readmit while its own place is unconfirmed (restored from
+// a snapshot, or back from a pause or partition long enough to have been declared dead): then it
+// is its own claim that is stale. The live node x owns piece now, and what this node holds there
+// are copies from before it was replaced, older than what the ring holds. It gives the piece up
+// and drops those copies rather than push them as writes (they were counted lost when its range
+// was taken over). Requests it held for keys of the piece go on to x.
+func (n *Node) cede(x overlay.Peer, piece overlay.Range) {
+	stale := 0
+	_ = n.store.Ascend(piece, func(overlay.Key, []byte) bool {
+		stale++
+		return true
+	})
+	n.levels[0].succ = x
+	n.succList = n.trimSuccList(append([]overlay.Peer{x}, n.succList...))
+	n.maintain.former = nil
+	n.lost.remove(piece)
+	n.dropCopy(piece)
+	n.Stats.StaleDropped += stale
+	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.ID, Range: piece, Items: stale,
+		Detail: fmt.Sprintf("unconfirmed after a restart or an absence: a live node owns this part now; %d stale copies dropped", stale)})
+	n.releaseHeld()
 }
 
 func (n *Node) updateNeighbor(to overlay.NodeID, l int, side pb.Side, node overlay.Peer, expect overlay.NodeID, cause pb.Cause) {

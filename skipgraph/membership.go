@@ -359,7 +359,7 @@ func (n *Node) tryLeave() {
 		return
 	}
 	pred := n.levels[0].pred
-	if n.Busy() || pred.IsZero() {
+	if n.Busy() || pred.IsZero() || n.unconfirmed() {
 		n.leave.attempts++
 		n.env.SetTimer(n.backoff(n.cfg.JoinBackoff, n.leave.attempts), overlay.Timer{Kind: timerLeave})
 		return

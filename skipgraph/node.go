@@ -100,15 +100,18 @@ type Node struct {
 
 // Stats counts what a node did; runtimes export them as metrics.
 type Stats struct {
-	Invalid     int            // messages rejected as malformed
-	HopLimit    int            // routed messages dropped at the hop limit
-	Undeliver   int            // routed messages dropped for want of a next hop
-	RangesLost  int            // ranges taken over from failed successors
-	ItemsLost   int            // items those successors held, as they last said
-	HandoffsOut int            // handoffs this node gave, flipped
-	HandoffsIn  int            // handoffs this node received, committed
-	ItemsOut    [NumCauses]int // items given in flipped handoffs, by the cause they served
-	Aborts      int            // handoffs aborted
+	Invalid    int // messages rejected as malformed
+	HopLimit   int // routed messages dropped at the hop limit
+	Undeliver  int // routed messages dropped for want of a next hop
+	RangesLost int // ranges taken over from failed successors
+	ItemsLost  int // items those successors held, as they last said
+	// StaleDropped counts copies an unconfirmed node dropped from parts of its former range
+	// that live nodes own now (see cede).
+	StaleDropped int
+	HandoffsOut  int            // handoffs this node gave, flipped
+	HandoffsIn   int            // handoffs this node received, committed
+	ItemsOut     [NumCauses]int // items given in flipped handoffs, by the cause they served
+	Aborts       int            // handoffs aborted
 	// Sent counts messages sent, by cause.
 	Sent [NumCauses]uint64
 }

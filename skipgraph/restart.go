@@ -111,6 +111,10 @@ func (n *Node) mayBeReplaced() bool {
 	return true
 }
 
+// unconfirmed reports whether the node waits for its predecessor's confirmation. Its copies may
+// be stale meanwhile, so it gives none of them away: no NIX, no leave, no re-admission push.
+func (n *Node) unconfirmed() bool { return !n.unconfirmedSince.IsZero() }
+
 // maxUnconfirmed bounds, in probe intervals, how long a restored node waits for its
 // predecessor's word before it serves its range anyway.
 const maxUnconfirmed = 20
@@ -133,6 +137,9 @@ func (n *Node) checkConfirmed(from overlay.Peer, p *pb.Pong) {
 			Detail: "restored node never confirmed by its predecessor; serving its range anyway"})
 	}
 	n.unconfirmedSince = time.Time{}
+	// Copies beyond the range it holds now (its successor's start may have moved down while it
+	// was away) are not its own any more.
+	n.dropCopy(overlay.Range{Start: n.end(), End: n.self.Start})
 	slices.SortStableFunc(n.held, func(a, b *pb.Envelope) int {
 		return cmp.Compare(batchFirst(a), batchFirst(b))
 	})

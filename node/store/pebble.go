@@ -38,6 +38,7 @@ type Pebble struct {
 	db     *pebble.DB
 	dir    string
 	n      int  // number of items stored
+	dirty  bool // writes since the last synced one
 	closed bool // Close has been called
 }
 
@@ -126,10 +127,11 @@ func (p *Pebble) Get(k overlay.Key) (value []byte, found bool, err error) {
 
 // Put stores value under k, replacing any previous value; the caller may reuse value afterwards.
 //
-// The write is not synced: a crash may lose it. That is as safe as the alternative would be
-// costly. The durable points of a node's life are handoff boundaries, which write with
-// PutBatch(sync=true), and the runtime's own synced writes (SetMeta); Pebble keeps one
-// write-ahead log in commit order, so each synced write makes every earlier one durable too.
+// The write is not synced: until the next synced write (PutBatch(sync=true), SetMeta, Sync) it
+// waits in Pebble's log buffer — not even in the operating system's — so a killed process loses
+// it. Pebble keeps one write-ahead log in commit order, so each synced write makes every earlier
+// one durable too: the runtime calls Sync once per step that wrote, before anything of that step
+// (a write's acknowledgement among it) leaves the node.
 func (p *Pebble) Put(k overlay.Key, value []byte) error {
 	key := itemKey(k)
 	existed, err := p.has(key)
@@ -139,6 +141,7 @@ func (p *Pebble) Put(k overlay.Key, value []byte) error {
 	if err := p.db.Set(key, value, pebble.NoSync); err != nil {
 		return fmt.Errorf("pebble store: put %q: %w", k, err)
 	}
+	p.dirty = true
 	if !existed {
 		p.n++
 	}
@@ -158,6 +161,7 @@ func (p *Pebble) Delete(k overlay.Key) error {
 	if err := p.db.Delete(key, pebble.NoSync); err != nil {
 		return fmt.Errorf("pebble store: delete %q: %w", k, err)
 	}
+	p.dirty = true
 	p.n--
 	return nil
 }
@@ -179,6 +183,7 @@ func (p *Pebble) PutBatch(items []overlay.Item, sync bool) error {
 		if err := p.db.LogData(nil, pebble.Sync); err != nil {
 			return fmt.Errorf("pebble store: sync empty batch: %w", err)
 		}
+		p.dirty = false
 		return nil
 	}
 	b := p.db.NewBatch()
@@ -205,6 +210,7 @@ func (p *Pebble) PutBatch(items []overlay.Item, sync bool) error {
 		return fmt.Errorf("pebble store: put batch of %d items: %w", len(items), err)
 	}
 	p.n += added
+	p.dirty = !sync
 	return nil
 }
 
@@ -268,6 +274,7 @@ func (p *Pebble) DeleteRange(r overlay.Range) error {
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("pebble store: delete range %s: %w", r, err)
 	}
+	p.dirty = true
 	p.n -= n
 	return nil
 }
@@ -335,6 +342,20 @@ func (p *Pebble) SetMeta(name string, value []byte) error {
 	if err := p.db.Set(metaKey(name), value, pebble.Sync); err != nil {
 		return fmt.Errorf("pebble store: set meta %q: %w", name, err)
 	}
+	p.dirty = false
+	return nil
+}
+
+// Sync makes every write so far durable. It does nothing when nothing was written since the
+// last synced write.
+func (p *Pebble) Sync() error {
+	if !p.dirty {
+		return nil
+	}
+	if err := p.db.LogData(nil, pebble.Sync); err != nil {
+		return fmt.Errorf("pebble store: sync: %w", err)
+	}
+	p.dirty = false
 	return nil
 }
 

@@ -36,6 +36,9 @@ type MetaStore interface {
 	SetMeta(name string, value []byte) error
 }
 
+// syncer is a store whose writes are durable only once synced (node/store's Pebble).
+type syncer interface{ Sync() error }
+
 // snapshotMeta names the metadata entry holding the node's snapshot.
 const snapshotMeta = "snapshot"
 
@@ -81,6 +84,7 @@ type Runtime struct {
 	node   *node.Node
 	store  overlay.Store
 	meta   MetaStore // nil when the store keeps no metadata
+	syncer syncer    // nil when the store's writes are durable (or volatile) as they are made
 	self   overlay.NodeID
 	rng    *rand.Rand
 	events chan func()
@@ -97,6 +101,7 @@ type Runtime struct {
 	protected map[peer.ID]bool
 	learned   map[peer.ID]string // the addresses last learned for each peer, to skip repeats
 	waiters   map[uint64]chan overlay.Result
+	completed []completion        // results of this step, handed to their waiters once it is durable
 	starting  chan overlay.Result // the waiter of the request being started (it may complete at once)
 	senders   map[overlay.NodeID]*sender
 	balancing bool
@@ -157,6 +162,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		senders: map[overlay.NodeID]*sender{},
 	}
 	r.meta, _ = cfg.Store.(MetaStore)
+	r.syncer, _ = cfg.Store.(syncer)
 	r.log = r.log.With(zap.String("node", h.ID().String()))
 	fail := func(err error) (*Runtime, error) {
 		cancel()
@@ -320,6 +326,17 @@ var errStopped = errors.New("node stopped")
 
 func (r *Runtime) afterStep() {
 	r.persistSnapshot()
+	if r.syncer != nil {
+		// A write this step acknowledges must survive a crash of the process (kill -9 loses
+		// unsynced Pebble writes): one sync per step that wrote, before any answer goes out.
+		if err := r.syncer.Sync(); err != nil {
+			r.log.Error("sync the store: writes of this step may be lost in a crash", zap.Error(err))
+		}
+	}
+	for _, c := range r.completed {
+		c.to <- c.res
+	}
+	r.completed = r.completed[:0]
 	r.protectNeighbours()
 	if len(r.onLeft) > 0 && r.node.HandedOver() {
 		for _, ch := range r.onLeft {
@@ -510,14 +527,20 @@ func (r *Runtime) Rand() *rand.Rand { return r.rng }
 
 func (r *Runtime) Logger() *zap.Logger { return r.log }
 
+// completion is a result waiting for the end of its step.
+type completion struct {
+	to  chan overlay.Result // buffered: the send never blocks
+	res overlay.Result
+}
+
 func (r *Runtime) Complete(res overlay.Result) {
 	if ch, ok := r.waiters[res.ReqID]; ok {
 		delete(r.waiters, res.ReqID)
-		ch <- res
+		r.completed = append(r.completed, completion{ch, res})
 		return
 	}
 	if r.starting != nil {
-		r.starting <- res
+		r.completed = append(r.completed, completion{r.starting, res})
 		r.starting = nil
 	}
 	// Otherwise nobody waits: the request was started through Do, or its waiter gave up.

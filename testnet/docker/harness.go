@@ -254,6 +254,11 @@ func NewTestnet(ctx context.Context, d *Docker, cfg Config) (*Testnet, error) {
 	}
 	tn := &Testnet{cfg: cfg, d: d, tl: cfg.Timeline, Nodes: nodes, Network: cfg.Project + "_skiprange",
 		Client: c, started: map[int]bool{}}
+	var ids []string
+	for _, n := range nodes {
+		ids = append(ids, fmt.Sprintf("%s=%s@%s", n.Service, n.ID, n.IP))
+	}
+	tn.tl.Event("setup", "nodes: %s", strings.Join(ids, " "))
 	return tn, nil
 }
 
@@ -377,8 +382,8 @@ func (tn *Testnet) Started() []*Node {
 	return out
 }
 
-// Down removes the project's containers, network and volumes (compose down -v), then closes
-// the client. It is safe to call more than once.
+// Down removes the project's containers, network and volumes (compose down -v); Up may start
+// the project afresh afterwards. It is safe to call more than once.
 func (tn *Testnet) Down(ctx context.Context) error {
 	// Paused containers cannot be stopped; unpause whatever is paused first.
 	for _, n := range tn.Nodes {
@@ -386,9 +391,14 @@ func (tn *Testnet) Down(ctx context.Context) error {
 	}
 	err := tn.compose(ctx, "down", "-v", "--remove-orphans", "-t", "2")
 	tn.tl.Event("compose", "down -v: %v", err)
-	_ = tn.Client.Close()
+	tn.mu.Lock()
+	tn.started = map[int]bool{}
+	tn.mu.Unlock()
 	return err
 }
+
+// Close closes the harness's client.
+func (tn *Testnet) Close() error { return tn.Client.Close() }
 
 // SaveLogs writes each started container's log to dir/<service>.log.
 func (tn *Testnet) SaveLogs(ctx context.Context, dir string) error {
@@ -554,6 +564,7 @@ func (tn *Testnet) WaitRing(ctx context.Context, want []*Node, bound time.Durati
 		select {
 		case <-ctx.Done():
 			tn.tl.Event("ring", "%s: NOT whole after %v: %s; last ring: %s", what, bound, why, RingLine(tn, last))
+			tn.psToTimeline()
 			return time.Since(begin), last, fmt.Errorf("%s: ring not whole with %d nodes after %v: %s", what, len(want), bound, why)
 		case <-time.After(250 * time.Millisecond):
 		}
@@ -583,6 +594,7 @@ func RingLine(tn *Testnet, r *client.Ring) string {
 		}
 		b.WriteString(" |")
 	}
+	fmt.Fprintf(&b, " Σ waves=%d nix=%d mig=%d moved=%d", Counters(r, "waves_started"), Counters(r, "nix"), Counters(r, "mig"), Counters(r, "items_moved_balance"))
 	if len(r.Issues) > 0 {
 		fmt.Fprintf(&b, " issues: %s", issues(r))
 	}
@@ -626,4 +638,16 @@ func firstLine(b []byte) string {
 		s = s[:i]
 	}
 	return s
+}
+
+// psToTimeline writes the state of every container of the project to the timeline.
+func (tn *Testnet) psToTimeline() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "docker", "ps", "-a", "--filter", "label=com.docker.compose.project="+tn.cfg.Project,
+		"--format", "{{.Names}} {{.Status}}").Output()
+	if err != nil {
+		return
+	}
+	tn.tl.Event("docker", "containers: %s", strings.Join(strings.Split(strings.TrimSpace(string(out)), "\n"), "; "))
 }

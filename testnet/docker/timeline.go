@@ -15,7 +15,6 @@ type Timeline struct {
 	f     *os.File
 	path  string
 	start time.Time
-	echo  func(string) // also sends each line here when set (e.g. t.Log); nil: file only
 }
 
 // NewTimeline creates $TMPDIR/skiprange-chaos-<time>.log (a suffix keeps concurrent runs apart).
@@ -41,13 +40,6 @@ func (tl *Timeline) Start() time.Time { return tl.start }
 // Since returns the time since the timeline began.
 func (tl *Timeline) Since() time.Duration { return time.Since(tl.start) }
 
-// Echo sends every later line to fn too (nil: stop).
-func (tl *Timeline) Echo(fn func(string)) {
-	tl.mu.Lock()
-	tl.echo = fn
-	tl.mu.Unlock()
-}
-
 // Event writes one line: the time since the start, the kind in brackets, the message.
 func (tl *Timeline) Event(kind, format string, args ...any) {
 	tl.At(time.Now(), kind, format, args...)
@@ -60,9 +52,6 @@ func (tl *Timeline) At(t time.Time, kind, format string, args ...any) {
 	defer tl.mu.Unlock()
 	if tl.f != nil {
 		fmt.Fprintln(tl.f, line)
-	}
-	if tl.echo != nil {
-		tl.echo(line)
 	}
 }
 

@@ -73,7 +73,18 @@ type keyState struct {
 	ackedSent  time.Time // when the acked write was sent
 	writing    bool
 	quietUntil time.Time
+	history    []writeRec // the last writes, for the evidence of a violation
 }
+
+// writeRec is one write to a key as the model saw it.
+type writeRec struct {
+	seq         uint64
+	sent, ended time.Time
+	via, owner  string
+	outcome     string // "ok" or the error class
+}
+
+const historyLen = 6
 
 // Model is what the overlay must hold: per key, the acknowledged writes.
 type Model struct {
@@ -138,17 +149,35 @@ func (m *Model) beginWrite(i int, now time.Time) (uint64, bool) {
 	return k.issued, true
 }
 
-// endWrite records the outcome of write seq of key i sent at sent.
-func (m *Model) endWrite(i int, seq uint64, sent time.Time, ok bool, quiet time.Duration) {
+// endWrite records the outcome of write seq of key i sent at sent through via (owner: the node
+// that stored it, when the reply names it).
+func (m *Model) endWrite(i int, seq uint64, sent time.Time, ok bool, quiet time.Duration, via, owner, outcome string) {
 	k := &m.keys[i]
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.history = append(k.history, writeRec{seq: seq, sent: sent, ended: time.Now(), via: via, owner: owner, outcome: outcome})
+	if len(k.history) > historyLen {
+		k.history = k.history[1:]
+	}
 	k.writing = false
 	if ok {
 		k.acked, k.ackedSent = seq, sent
 	} else {
 		k.quietUntil = time.Now().Add(quiet)
 	}
+}
+
+// History describes the last writes of key i: sequence, when sent and answered (seconds since
+// start), through which entry node, stored by which owner, outcome.
+func (m *Model) History(i int, start time.Time, name func(owner string) string) string {
+	k := &m.keys[i]
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var parts []string
+	for _, h := range k.history {
+		parts = append(parts, fmt.Sprintf("s%d %+.2f→%+.2fs via %s owner %s %s", h.seq, h.sent.Sub(start).Seconds(), h.ended.Sub(start).Seconds(), h.via, name(h.owner), h.outcome))
+	}
+	return "writes of key " + strconv.Itoa(i) + ": [" + strings.Join(parts, "; ") + "]"
 }
 
 // Verdict of a read checked against the model.
@@ -273,7 +302,7 @@ func (w *Workload) Load(ctx context.Context, batch int) error {
 			cancel()
 			if err == nil && int(rep.GetStored()) == len(items) {
 				for j, i := 0, lo; i < hi; i, j = i+1, j+1 {
-					m.endWrite(i, seqs[j], sent, true, 0)
+					m.endWrite(i, seqs[j], sent, true, 0, "batch", "", "ok")
 				}
 				break
 			}
@@ -438,7 +467,7 @@ func (w *Workload) get(ctx context.Context, i int, op string) string {
 	case err == nil || errors.Is(err, client.ErrNotFound):
 		verdict, msg := check(i, rep.GetValue(), err == nil, before, after)
 		if verdict != VerdictOK {
-			w.violate(op, "%s via %s: %s", verdict, entry.Service, msg)
+			w.violate(op, "%s via %s, answered by owner %s: %s; %s", verdict, entry.Service, w.ownerName(rep.GetOwner()), msg, w.history(i))
 			return "violation"
 		}
 		return "ok"
@@ -462,9 +491,9 @@ func (w *Workload) put(ctx context.Context, i int) {
 	entry := w.entry()
 	sent := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
-	_, err := w.tn.Client.Put(rctx, entry.Addr, m.KS.Key(i), Value(i, seq))
+	rep, err := w.tn.Client.Put(rctx, entry.Addr, m.KS.Key(i), Value(i, seq))
 	cancel()
-	m.endWrite(i, seq, sent, err == nil, w.cfg.Quiet)
+	m.endWrite(i, seq, sent, err == nil, w.cfg.Quiet, entry.Service, w.ownerName(rep.GetOwner()), client.Class(err))
 	w.count("put")
 	if err != nil && ctx.Err() == nil {
 		w.recordErr("put", entry, err)
@@ -511,10 +540,10 @@ func (w *Workload) scan(ctx context.Context, lo int) {
 			return
 		}
 		if j > pos && !rep.GetIncomplete() {
-			w.violate("scan", "via %s: scan from key %d skipped keys %v (answer not marked incomplete)", entry.Service, lo, idx[pos:j])
+			w.violate("scan", "via %s, served by %s: scan from key %d skipped keys %v (answer not marked incomplete)", entry.Service, w.servedBy(rep), lo, idx[pos:j])
 		}
 		if v, msg := check(ki, it.GetValue(), true, before[j], m.issuedOf(ki)); v != VerdictOK {
-			w.violate("scan", "%s via %s: %s", v, entry.Service, msg)
+			w.violate("scan", "%s via %s, served by %s: %s; %s", v, entry.Service, w.servedBy(rep), msg, w.history(ki))
 		}
 		pos = j + 1
 	}
@@ -527,8 +556,8 @@ func (w *Workload) scan(ctx context.Context, lo int) {
 		}
 	}
 	if pos < end && !rep.GetIncomplete() {
-		w.violate("scan", "via %s: scan from key %d (limit %d, more=%v) missed keys %v (answer not marked incomplete)",
-			entry.Service, lo, w.cfg.ScanLimit, rep.GetMore(), idx[pos:end])
+		w.violate("scan", "via %s, served by %s: scan from key %d (limit %d, more=%v) missed keys %v (answer not marked incomplete)",
+			entry.Service, w.servedBy(rep), lo, w.cfg.ScanLimit, rep.GetMore(), idx[pos:end])
 	}
 	if rep.GetIncomplete() {
 		w.mu.Lock()
@@ -632,6 +661,7 @@ type VerifyResult struct {
 	LostKeys     []int // answered LOST, inside a reported lost range, last written before durableAfter
 	InLostOK     int   // inside a reported lost range yet readable (rewritten, or never lost)
 	Violations   []string
+	BadKeys      []int // the keys of the violations
 	LostRanges   []*pb.KeyRange
 	ReportedLost uint64 // sum of the nodes' lost_items
 }
@@ -704,9 +734,12 @@ func (w *Workload) Verify(ctx context.Context, durableAfter time.Time, lostRings
 				v, msg := check(i, rep.GetValue(), err == nil, before, after)
 				switch {
 				case v != VerdictOK && inLost(key) && v == VerdictMissing:
-					res.Violations = append(res.Violations, fmt.Sprintf("%s via %s (inside a reported lost range: the node should answer LOST)", msg, entry.Service))
+					res.Violations = append(res.Violations, fmt.Sprintf("%s via %s, answered by owner %s (inside a reported lost range: the node should answer LOST); %s",
+						msg, entry.Service, w.ownerName(rep.GetOwner()), w.history(i)))
+					res.BadKeys = append(res.BadKeys, i)
 				case v != VerdictOK:
-					res.Violations = append(res.Violations, fmt.Sprintf("%s: %s via %s", v, msg, entry.Service))
+					res.Violations = append(res.Violations, fmt.Sprintf("%s: %s via %s, answered by owner %s; %s", v, msg, entry.Service, w.ownerName(rep.GetOwner()), w.history(i)))
+					res.BadKeys = append(res.BadKeys, i)
 				default:
 					res.OK++
 					if inLost(key) {
@@ -719,47 +752,48 @@ func (w *Workload) Verify(ctx context.Context, durableAfter time.Time, lostRings
 				case !inLost(key):
 					res.Violations = append(res.Violations, fmt.Sprintf("key %d answered LOST via %s but lies in no reported lost range (acked s%d sent at %+.2fs)",
 						i, entry.Service, before, sent.Sub(w.tl.Start()).Seconds()))
+					res.BadKeys = append(res.BadKeys, i)
 				case sent.After(durableAfter):
 					res.Violations = append(res.Violations, fmt.Sprintf("key %d answered LOST via %s: its write s%d was sent at %+.2fs, after the ring was whole again (%+.2fs)",
 						i, entry.Service, before, sent.Sub(w.tl.Start()).Seconds(), durableAfter.Sub(w.tl.Start()).Seconds()))
+					res.BadKeys = append(res.BadKeys, i)
 				default:
 					res.LostKeys = append(res.LostKeys, i)
 				}
 			default:
 				res.Violations = append(res.Violations, fmt.Sprintf("key %d unreadable via %s after 4 attempts: %v", i, entry.Service, err))
+				res.BadKeys = append(res.BadKeys, i)
 			}
 		}(i)
 	}
 	wg.Wait()
 	sort.Ints(res.LostKeys)
+	sort.Ints(res.BadKeys)
 	return res
 }
 
-// Rewrite writes fresh values to keys (those found lost), retrying until acknowledged or ctx
-// ends, so that later scenarios start from a full set. It returns the keys it could not write.
-func (w *Workload) Rewrite(ctx context.Context, keys []int) []int {
-	var failed []int
+// Rewrite writes a fresh value to each of keys (those found lost or damaged), so that later
+// scenarios start from a full set and each scenario's violations are its own. It returns the
+// keys it could not rewrite now: written by their worker at the moment, quiet after a failed
+// write, or failing; their workers write them again later.
+func (w *Workload) Rewrite(ctx context.Context, keys []int) (left []int) {
 	for _, i := range keys {
-		done := false
-		for attempt := 0; attempt < 20 && !done && ctx.Err() == nil; attempt++ {
-			seq, ok := w.Model.beginWrite(i, time.Now())
-			if !ok {
-				time.Sleep(250 * time.Millisecond)
-				continue
-			}
-			entry := w.entry()
-			sent := time.Now()
-			rctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
-			_, err := w.tn.Client.Put(rctx, entry.Addr, w.Model.KS.Key(i), Value(i, seq))
-			cancel()
-			w.Model.endWrite(i, seq, sent, err == nil, w.cfg.Quiet)
-			done = err == nil
+		seq, ok := w.Model.beginWrite(i, time.Now())
+		if !ok {
+			left = append(left, i)
+			continue
 		}
-		if !done {
-			failed = append(failed, i)
+		entry := w.entry()
+		sent := time.Now()
+		rctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
+		rep, err := w.tn.Client.Put(rctx, entry.Addr, w.Model.KS.Key(i), Value(i, seq))
+		cancel()
+		w.Model.endWrite(i, seq, sent, err == nil, w.cfg.Quiet, entry.Service+" (rewrite)", w.ownerName(rep.GetOwner()), client.Class(err))
+		if err != nil {
+			left = append(left, i)
 		}
 	}
-	return failed
+	return left
 }
 
 // keyOrder sorts ranges by start for printing.
@@ -767,4 +801,29 @@ func keyOrder(rs []*pb.KeyRange) []*pb.KeyRange {
 	out := append([]*pb.KeyRange(nil), rs...)
 	sort.Slice(out, func(a, b int) bool { return bytes.Compare(out[a].GetStart(), out[b].GetStart()) < 0 })
 	return out
+}
+
+// ownerName names the node of a reply's owner reference (its service when it is ours).
+func (w *Workload) ownerName(ref *pb.NodeRef) string {
+	id := client.RefID(ref)
+	if id == "" {
+		return "?"
+	}
+	if n := w.tn.ByID(id); n != nil {
+		return n.Service
+	}
+	return client.ShortID(id)
+}
+
+// servedBy names the nodes that served a scan.
+func (w *Workload) servedBy(rep *pb.ClientReply) string {
+	var names []string
+	for _, b := range rep.GetServedBy() {
+		names = append(names, w.ownerName(&pb.NodeRef{Id: b}))
+	}
+	return strings.Join(names, ",")
+}
+
+func (w *Workload) history(i int) string {
+	return w.Model.History(i, w.tl.Start(), func(owner string) string { return owner })
 }
