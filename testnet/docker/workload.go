@@ -418,7 +418,7 @@ func (w *Workload) pulseReader(ctx context.Context, id, of int) {
 		if p = w.pulse.Load(); p == nil {
 			continue
 		}
-		w.get(ctx, p.Lo+rng.IntN(p.Width), "pulse")
+		w.get(ctx, (p.Lo+rng.IntN(p.Width))%w.Model.KS.N, "pulse") // a pulse may wrap the seam
 	}
 }
 
