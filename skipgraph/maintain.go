@@ -110,6 +110,7 @@ func (n *Node) onTick() {
 		return
 	}
 	n.env.SetTimer(n.cfg.ProbeInterval, overlay.Timer{Kind: timerTick})
+	n.checkWait() // before lastTick moves: a late tick is how a paused node notices
 	n.maintain.ticks++
 	n.maintain.lastTick = n.env.Now()
 	lk := n.levels[0]
@@ -403,6 +404,12 @@ func (n *Node) linksFailed(id overlay.NodeID, keep uint64) {
 		return
 	}
 	gone := func(p overlay.Peer) bool { return p.ID == id && (keep == 0 || p.Incarnation != keep) }
+	if lk := n.levels[0]; (gone(lk.pred) || gone(lk.succ)) && !n.unconfirmed() {
+		// If the predecessor too has been silent for long enough, it may as well have declared
+		// this node dead (a partition looks the same from both sides): check before the links
+		// change, and wait for a predecessor's word.
+		n.mayBeReplaced()
+	}
 	// Pings to the node that is gone must not count against a later node of the same name.
 	delete(n.maintain.misses, id)
 	for seq, p := range n.maintain.pings {

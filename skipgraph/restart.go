@@ -119,23 +119,34 @@ func (n *Node) unconfirmed() bool { return !n.unconfirmedSince.IsZero() }
 // predecessor's word before it serves its range anyway.
 const maxUnconfirmed = 20
 
-// checkConfirmed ends a restored node's wait when its predecessor's pong names it as the
+// checkConfirmed ends a waiting node's wait when its predecessor's pong names it as the
 // predecessor's successor: nobody took its range over, or the predecessor re-admitted it and
-// sent the items written meanwhile (on the same ordered path, before that pong). Held batch
-// writes go first, so that no held read sees a value older than one acknowledged meanwhile.
+// sent the items written meanwhile (on the same ordered path, before that pong).
 func (n *Node) checkConfirmed(from overlay.Peer, p *pb.Pong) {
-	if n.unconfirmedSince.IsZero() {
+	if n.unconfirmed() && from.ID == n.levels[0].pred.ID && overlay.PeerFromPB(p.Succ).ID == n.self.ID {
+		n.endWait()
+	}
+}
+
+// checkWait runs on every tick: it starts a wait when the node stood still or its predecessor
+// fell silent (before anything asks for its range: a node cut off hears no requests either),
+// and ends a wait that lasted maxUnconfirmed probe intervals without the predecessor's word —
+// a node alone, or whose predecessor never re-admits it, serves its range anyway.
+func (n *Node) checkWait() {
+	if !n.unconfirmed() {
+		n.mayBeReplaced()
 		return
 	}
-	confirmed := from.ID == n.levels[0].pred.ID && overlay.PeerFromPB(p.Succ).ID == n.self.ID
-	late := n.env.Now().Sub(n.unconfirmedSince) > maxUnconfirmed*n.cfg.ProbeInterval
-	if !confirmed && !late {
-		return
+	if n.env.Now().Sub(n.unconfirmedSince) > maxUnconfirmed*n.cfg.ProbeInterval {
+		n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: n.levels[0].pred.ID, Range: n.Range(),
+			Detail: "never confirmed by a predecessor; serving its range anyway"})
+		n.endWait()
 	}
-	if !confirmed {
-		n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: from.ID, Range: n.Range(),
-			Detail: "restored node never confirmed by its predecessor; serving its range anyway"})
-	}
+}
+
+// endWait ends the wait and releases the held requests. Held batch writes go first, so that no
+// held read sees a value older than one acknowledged meanwhile.
+func (n *Node) endWait() {
 	n.unconfirmedSince = time.Time{}
 	// Copies beyond the range it holds now (its successor's start may have moved down while it
 	// was away) are not its own any more.

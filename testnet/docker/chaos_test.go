@@ -621,7 +621,7 @@ func (c *chaos) seedRestart() {
 	if err := tn.Restart(c.ctx, n0, 30*time.Second); err != nil {
 		c.t.Fatal(err)
 	}
-	_, _, err := tn.WaitRing(c.ctx, c.members, 20*time.Second, res.name)
+	_, _, err := tn.WaitRing(c.ctx, c.members, ringBound, res.name)
 	res.recovery, res.recWhat = time.Since(faultAt), "restart → ring whole"
 	if err != nil {
 		// Walk from node0 itself to show where it went.
