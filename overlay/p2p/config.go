@@ -23,7 +23,7 @@ func DefaultNodeConfig() node.Config {
 	sg.ProbeTimeout = 2 * time.Second
 	sg.RefreshInterval = 10 * time.Second
 	sg.RequestTimeout = 5 * time.Second
-	sg.JoinTimeout = 10 * time.Second
+	sg.JoinTimeout = 3 * time.Second // a lost join request (a dial to a restarted peer failed) is retried soon
 	sg.JoinBackoff = 500 * time.Millisecond
 	sg.HandoffLease = 15 * time.Second
 	sg.HandoffRetry = 2 * time.Second
