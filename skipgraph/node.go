@@ -84,6 +84,8 @@ type Node struct {
 	// predHeard is when the level-0 predecessor (predHeardID) was last heard from.
 	predHeard   time.Time
 	predHeardID overlay.NodeID
+	// heardAny is when any other node was last heard from.
+	heardAny time.Time
 
 	nextReq uint64
 	pending map[uint64]*request
@@ -271,6 +273,9 @@ func (n *Node) Accept(from overlay.NodeID, m *pb.Envelope) (overlay.Peer, bool) 
 	n.handling = m.Cause
 	n.learn(sender)
 	n.maintain.heardFrom(sender.ID)
+	if sender.ID != n.self.ID {
+		n.heardAny = n.env.Now()
+	}
 	if len(n.levels) > 0 && sender.ID == n.levels[0].pred.ID {
 		n.predHeard, n.predHeardID = n.env.Now(), sender.ID
 	}

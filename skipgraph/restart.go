@@ -93,15 +93,15 @@ func (n *Node) mayBeReplaced() bool {
 	if pred.ID == n.self.ID {
 		return false
 	}
-	// Earliest a predecessor can declare this node dead: ProbeMisses unanswered pings after
-	// the last exchange, less one interval of margin.
-	limit := time.Duration(max(n.cfg.ProbeMisses-1, 1))*n.cfg.ProbeInterval + n.cfg.ProbeTimeout
+	limit := n.silenceLimit()
 	now := n.env.Now()
 	// The node itself stood still (a paused process: its ticks did not run; messages buffered
 	// meanwhile, old pings among them, may be read before the late tick), or its predecessor
-	// stopped reaching it (a partition).
+	// stopped reaching it, or nobody did (a partition; the second check also covers a
+	// predecessor linked so recently that it was never heard from).
 	frozen := !n.maintain.lastTick.IsZero() && now.Sub(n.maintain.lastTick) > limit
-	silent := pred.ID == n.predHeardID && now.Sub(n.predHeard) > limit
+	silent := (pred.ID == n.predHeardID && now.Sub(n.predHeard) > limit) ||
+		(!n.heardAny.IsZero() && now.Sub(n.heardAny) > limit)
 	if !frozen && !silent {
 		return false
 	}
@@ -114,6 +114,12 @@ func (n *Node) mayBeReplaced() bool {
 // unconfirmed reports whether the node waits for its predecessor's confirmation. Its copies may
 // be stale meanwhile, so it gives none of them away: no NIX, no leave, no re-admission push.
 func (n *Node) unconfirmed() bool { return !n.unconfirmedSince.IsZero() }
+
+// silenceLimit is the earliest a predecessor can declare this node dead: ProbeMisses
+// unanswered pings after the last exchange, less one interval of margin.
+func (n *Node) silenceLimit() time.Duration {
+	return time.Duration(max(n.cfg.ProbeMisses-1, 1))*n.cfg.ProbeInterval + n.cfg.ProbeTimeout
+}
 
 // maxUnconfirmed bounds, in probe intervals, how long a restored node waits for its
 // predecessor's word before it serves its range anyway.
@@ -130,14 +136,22 @@ func (n *Node) checkConfirmed(from overlay.Peer, p *pb.Pong) {
 
 // checkWait runs on every tick: it starts a wait when the node stood still or its predecessor
 // fell silent (before anything asks for its range: a node cut off hears no requests either),
-// and ends a wait that lasted maxUnconfirmed probe intervals without the predecessor's word —
-// a node alone, or whose predecessor never re-admits it, serves its range anyway.
+// and ends a wait that lasted maxUnconfirmed probe intervals of hearing from others without the
+// predecessor's word: a node whose predecessor never re-admits it serves its range anyway.
 func (n *Node) checkWait() {
 	if !n.unconfirmed() {
 		n.mayBeReplaced()
 		return
 	}
-	if n.env.Now().Sub(n.unconfirmedSince) > maxUnconfirmed*n.cfg.ProbeInterval {
+	now := n.env.Now()
+	if now.Sub(n.heardAny) > n.silenceLimit() {
+		// Cut off: nobody can confirm it, and its copies may be growing older. The wait runs
+		// only while other nodes are heard (a node left alone by the death of every other
+		// holds its range until one joins).
+		n.unconfirmedSince = now
+		return
+	}
+	if now.Sub(n.unconfirmedSince) > maxUnconfirmed*n.cfg.ProbeInterval {
 		n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: n.levels[0].pred.ID, Range: n.Range(),
 			Detail: "never confirmed by a predecessor; serving its range anyway"})
 		n.endWait()

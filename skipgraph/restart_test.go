@@ -270,3 +270,37 @@ func TestRestoredNodeCedesToLiveOwner(t *testing.T) {
 		t.Fatal("the restored node reported no conflict")
 	}
 }
+
+// TestPartitionedNodeDoesNotServeStaleValues: c is cut off for long enough that the others
+// declare it dead and it declares them dead (it ends up alone, owning the whole circle). Keys of
+// its range are rewritten meanwhile. Once the partition heals, a read asked of c must not answer
+// from its stale copy, and in the end the ring is whole and every key has its newest value.
+func TestPartitionedNodeDoesNotServeStaleValues(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	want := map[int]string{}
+	for i := 0; i < 5000; i += 100 {
+		want[i] = string(val(i))
+	}
+	cut := func(s sentMsg) bool { return s.from == "c" || s.to == "c" }
+	nw.drop = cut
+	nw.advance(2 * time.Minute)
+	if !nw.nodes["c"].Range().IsFull() {
+		t.Fatalf("cut off, c owns %s; the test wants it alone", nw.nodes["c"].Range())
+	}
+	for i := 2000; i < 3000; i += 100 {
+		want[i] = fmt.Sprintf("new%d", i)
+		nw.nodes["a"].Put(k(i), []byte(want[i]))
+	}
+	nw.run()
+	nw.drop = nil
+	early := nw.nodes["c"].Get(k(2500))
+	nw.advance(3 * time.Minute)
+	if r := nw.envs["c"].result(t, early); r.Status == pb.Status_STATUS_OK && string(r.Value) != want[2500] {
+		t.Fatalf("right after the partition healed c answered %q for 2500, a value older than %q", r.Value, want[2500])
+	}
+	nw.checkRing()
+	nw.checkLevels()
+	for _, id := range []overlay.NodeID{"a", "b", "c", "d", "e"} {
+		nw.checkValues(t, id, want)
+	}
+}
