@@ -532,11 +532,23 @@ func (n *Node) rememberPeers(gone func(overlay.Peer) bool) {
 
 // Rediscover gives a node that is alone after failures another node to call on (the runtime found
 // it, e.g. through discovery): if it answers, the two rings merge by re-admission.
+// A node named again is called on again.
 func (n *Node) Rediscover(id overlay.NodeID) {
-	if id != n.self.ID && n.Owns() && n.levels[0].succ.ID == n.self.ID {
-		n.maintain.former = append(n.maintain.former, overlay.Peer{ID: id})
+	if id == n.self.ID || !n.Alone() {
+		return
 	}
+	delete(n.maintain.formerCalls, id)
+	for _, p := range n.maintain.former {
+		if p.ID == id {
+			return
+		}
+	}
+	n.maintain.former = append(n.maintain.former, overlay.Peer{ID: id})
 }
+
+// Alone reports whether the node owns a range and knows no other node on level 0: after the
+// failure (or the unreachability) of every node it knew, or as the only node of a network.
+func (n *Node) Alone() bool { return n.Owns() && n.levels[0].succ.ID == n.self.ID }
 
 // noteRecent remembers a node heard from in the maintenance of the levels.
 func (n *Node) noteRecent(p overlay.Peer) {

@@ -431,7 +431,9 @@ func (r *Runtime) protectNeighbours() {
 
 // rendezvous advertises the network's name on the DHT and, while the node has not joined,
 // looks there every two seconds for more introducers (its bootstrap peers may be DHT nodes
-// only, or gone).
+// only, or gone). While the node is alone — every node it knew failed or was unreachable, as
+// after a partition — it names the nodes found there and its bootstrap peers to the node, which
+// calls on them: one that answers merges the rings again.
 func (r *Runtime) rendezvous() {
 	defer r.wg.Done()
 	disc := drouting.NewRoutingDiscovery(r.kad)
@@ -445,17 +447,20 @@ func (r *Runtime) rendezvous() {
 			return
 		case <-tick.C:
 		}
-		var joining bool
-		if r.call(r.ctx, func() error { joining = r.node.State() == skipgraph.StateJoining; return nil }) != nil {
+		var joining, alone bool
+		if r.call(r.ctx, func() error {
+			joining, alone = r.node.State() == skipgraph.StateJoining, r.node.Alone()
+			return nil
+		}) != nil {
 			return
 		}
-		if !joining {
+		if !joining && !alone {
 			continue
 		}
 		fctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
 		found, err := dutil.FindPeers(fctx, disc, ns)
 		cancel()
-		if err != nil {
+		if err != nil && joining {
 			continue
 		}
 		var ids []overlay.NodeID
@@ -465,7 +470,21 @@ func (r *Runtime) rendezvous() {
 				ids = append(ids, overlay.NodeID(p.ID))
 			}
 		}
-		r.post(func() { r.node.AddIntroducers(ids...) })
+		if joining {
+			r.post(func() { r.node.AddIntroducers(ids...) })
+			continue
+		}
+		for _, b := range r.cfg.Bootstrap {
+			if b.ID != r.host.ID() {
+				r.host.Peerstore().AddAddrs(b.ID, b.Addrs, time.Hour)
+				ids = append(ids, overlay.NodeID(b.ID))
+			}
+		}
+		r.post(func() {
+			for _, id := range ids {
+				r.node.Rediscover(id)
+			}
+		})
 	}
 }
 
