@@ -249,17 +249,22 @@ func (b *Balancer) ownKeys() []overlay.Key {
 // nixSplit picks the split key of a NIX carrying want to the successor (up) or the predecessor
 // (SPEC §4 step 1): the shortest piece from the end touching the helper whose load reaches want,
 // never the whole range — short of load, all but the key farthest from the helper.
+//
+// Whether the piece took every key is decided by its key count, never by comparing keys: keys
+// are in circular order from the range's start, and a range across the seam of the key circle
+// ends with keys smaller than its first ones (comparing split with the last key once made every
+// NIX to the predecessor from such a range hand over all but one key).
 func (b *Balancer) nixSplit(up bool, want float64) (overlay.Key, bool) {
 	keys := b.ownKeys()
 	if len(keys) < 2 {
 		return "", false
 	}
-	split, _, _, ok := b.cutPiece(keys, up, want)
-	if up && (!ok || split == keys[0]) {
-		split = keys[1]
-	}
-	if !up && (!ok || split > keys[len(keys)-1] || split == keys[len(keys)-1]) {
-		split = keys[len(keys)-1]
+	split, _, n, ok := b.cutPiece(keys, up, want)
+	if !ok || n >= len(keys) {
+		split = keys[len(keys)-1] // [start, last key) to the predecessor
+		if up {
+			split = keys[1] // [second key, end) to the successor
+		}
 	}
 	if split == b.sg.Range().Start {
 		return "", false
