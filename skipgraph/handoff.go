@@ -241,6 +241,9 @@ func (n *Node) onOutTimer(id uint64) {
 
 func (n *Node) abortOut(x *outXfer, reason string) {
 	defer n.becameIdle()
+	n.debug("handoff aborted", func() []zap.Field {
+		return []zap.Field{zap.String("kind", x.kind.String()), zap.String("to", string(x.to.ID)), zap.String("reason", reason), zap.Uint32("chunks_sent", x.sent)}
+	})
 	n.out = nil
 	n.Stats.Aborts++
 	if x.onAbort != nil {
@@ -412,6 +415,9 @@ func (n *Node) onHandoffAbort(from overlay.Peer, a *pb.HandoffAbort) {
 // discardIn drops an incoming piece that will not commit.
 func (n *Node) discardIn(x *inXfer) {
 	defer n.becameIdle()
+	n.debug("incoming handoff discarded", func() []zap.Field {
+		return []zap.Field{zap.String("kind", x.kind.String()), zap.String("from", string(x.from.ID)), zap.Bool("acked", x.acked), zap.Uint32("chunks_applied", x.next)}
+	})
 	n.in = nil
 	n.Stats.Aborts++
 	n.dropCopy(x.piece)

@@ -105,12 +105,18 @@ func (s *sender) run() {
 					cancel()
 					if err != nil {
 						s.r.stats.sendErrors.Add(1)
+						if ce := s.r.log.Check(zap.DebugLevel, "message dropped: no stream to the peer"); ce != nil {
+							ce.Write(zap.Stringer("to", s.to), zap.String("type", bodyName(m)), zap.Error(err))
+						}
 						break
 					}
 					st, w = ns, NewFrameWriter(ns)
 				}
 				_ = st.SetWriteDeadline(time.Now().Add(s.r.cfg.WriteTimeout))
 				if err := w.WriteMsg(m); err != nil {
+					if ce := s.r.log.Check(zap.DebugLevel, "write failed; retrying on a fresh stream"); ce != nil {
+						ce.Write(zap.Stringer("to", s.to), zap.String("type", bodyName(m)), zap.Int("attempt", attempt), zap.Error(err))
+					}
 					reset()
 					continue
 				}
