@@ -463,7 +463,20 @@ func (c *chaos) killedReturns(killed *Node) {
 // pause: docker pause a node (a locked one if the pulse's wave shows one) for longer than the
 // lock lease, then unpause it.
 func (c *chaos) pause() {
-	res := &scenarioResult{name: "pause > lease"}
+	c.outage("pause > lease", "unpause", chaosLease+3*time.Second, c.tn.Pause, c.tn.Unpause)
+}
+
+// partition: disconnect a node from the compose network for longer than failure detection,
+// then connect it again at its address.
+func (c *chaos) partition() {
+	c.outage("partition", "reconnect", 6*time.Second, c.tn.Disconnect, c.tn.Connect)
+}
+
+// outage cuts a node in the middle of the pulse's wave off for hold (stop), brings it back
+// (resume, named back in the results), and checks that the ring takes it back and that balancing
+// resumes under a fresh pulse.
+func (c *chaos) outage(name, back string, hold time.Duration, stop, resume func(context.Context, *Node) error) {
+	res := &scenarioResult{name: name}
 	if !c.usable(res.name) {
 		return
 	}
@@ -476,57 +489,22 @@ func (c *chaos) pause() {
 	c.used[victim] = true
 	tn.SetLive(Without(c.members, victim))
 	faultAt := time.Now()
-	if err := tn.Pause(c.ctx, victim); err != nil {
+	if err := stop(c.ctx, victim); err != nil {
 		c.t.Fatal(err)
 	}
-	time.Sleep(chaosLease + 3*time.Second)
-	unpause := time.Now()
-	if err := tn.Unpause(c.ctx, victim); err != nil {
+	time.Sleep(hold)
+	resumed := time.Now()
+	if err := resume(c.ctx, victim); err != nil {
 		c.t.Fatal(err)
 	}
 	_, _, err := tn.WaitRing(c.ctx, c.members, ringBound, res.name)
-	res.recovery, res.recWhat = time.Since(unpause), "unpause → ring whole"
+	res.recovery, res.recWhat = time.Since(resumed), back+" → ring whole"
 	if err != nil {
 		c.broken(res, err)
 		return
 	}
 	tn.SetLive(c.members)
 	startPulse(tn, c.wl, c.model, target) // a fresh pulse: balancing must resume
-	c.finish(res, mark, faultAt, time.Now())
-}
-
-// partition: disconnect a node from the compose network for longer than failure detection,
-// then connect it again at its address.
-func (c *chaos) partition() {
-	res := &scenarioResult{name: "partition"}
-	if !c.usable(res.name) {
-		return
-	}
-	tn := c.tn
-	mark := c.wl.Mark()
-	target := pickTarget(tn, c.mon, c.members, c.used)
-	startPulse(tn, c.wl, c.model, target)
-	victim, how := waitForWave(c.ctx, tn, candidates(c.members, tn), target, 15*time.Second)
-	res.victim, res.how = victim.Service, how
-	c.used[victim] = true
-	tn.SetLive(Without(c.members, victim))
-	faultAt := time.Now()
-	if err := tn.Disconnect(c.ctx, victim); err != nil {
-		c.t.Fatal(err)
-	}
-	time.Sleep(6 * time.Second)
-	reconnect := time.Now()
-	if err := tn.Connect(c.ctx, victim); err != nil {
-		c.t.Fatal(err)
-	}
-	_, _, err := tn.WaitRing(c.ctx, c.members, ringBound, res.name)
-	res.recovery, res.recWhat = time.Since(reconnect), "reconnect → ring whole"
-	if err != nil {
-		c.broken(res, err)
-		return
-	}
-	tn.SetLive(c.members)
-	startPulse(tn, c.wl, c.model, target)
 	c.finish(res, mark, faultAt, time.Now())
 }
 
