@@ -17,11 +17,40 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
 	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
+	ma "github.com/multiformats/go-multiaddr"
+	manet "github.com/multiformats/go-multiaddr/net"
 	"github.com/prometheus/client_golang/prometheus"
 )
+
+func init() {
+	// libp2p backs off from a peer for 5 s and more after one failed dial. Our peers restart in a
+	// second or two (a rolling restart); with the default, a node could not send to a neighbour
+	// that was already back, and the two declared each other dead (found by the docker chaos
+	// test). Failure detection is the protocol's business, so back off briefly.
+	swarm.BackoffBase = 200 * time.Millisecond
+	swarm.BackoffCoef = 200 * time.Millisecond
+	swarm.BackoffMax = 5 * time.Second
+}
+
+// withoutLoopback leaves out loopback addresses when there are others: a peer that dials
+// another's 127.0.0.1 reaches itself, and that failed dial (with the backoff after it) held up
+// the dial of the address that works.
+func withoutLoopback(addrs []ma.Multiaddr) []ma.Multiaddr {
+	var out []ma.Multiaddr
+	for _, a := range addrs {
+		if !manet.IsIPLoopback(a) {
+			out = append(out, a)
+		}
+	}
+	if len(out) == 0 {
+		return addrs // a loopback-only node (testnet/local): its loopback addresses are all it has
+	}
+	return out
+}
 
 // DHTPrefix keeps skiprange's DHT apart from the public IPFS one: nodes only ever talk to
 // nodes of their own kind.
@@ -105,6 +134,7 @@ func newHost(cfg hostConfig) (host.Host, *dht.IpfsDHT, error) {
 		libp2p.ConnectionManager(cm),
 		libp2p.ResourceManager(rm),
 		libp2p.DisableRelay(),
+		libp2p.AddrsFactory(withoutLoopback),
 	}
 	if cfg.registerer != nil {
 		opts = append(opts, libp2p.PrometheusRegisterer(cfg.registerer))
