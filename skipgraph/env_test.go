@@ -111,6 +111,10 @@ type testNet struct {
 	queue []sentMsg
 	// down nodes neither receive messages (theirs and those to them are dropped) nor fire timers.
 	down map[overlay.NodeID]bool
+	// paused nodes stand still: messages to them wait in held and their timers stay pending,
+	// until resume delivers the messages and the overdue timers fire late.
+	paused map[overlay.NodeID]bool
+	held   []sentMsg
 	// drop, when set, discards the messages it returns true for.
 	drop func(sentMsg) bool
 	// dropped counts discarded messages.
@@ -120,7 +124,7 @@ type testNet struct {
 func newTestNet(t testing.TB, cfg Config) *testNet {
 	return &testNet{
 		t: t, cfg: cfg, clock: &fakeClock{now: time.Unix(1_700_000_000, 0)},
-		nodes: map[overlay.NodeID]*Node{}, envs: map[overlay.NodeID]*fakeEnv{}, down: map[overlay.NodeID]bool{},
+		nodes: map[overlay.NodeID]*Node{}, envs: map[overlay.NodeID]*fakeEnv{}, down: map[overlay.NodeID]bool{}, paused: map[overlay.NodeID]bool{},
 	}
 }
 
@@ -168,6 +172,10 @@ func (nw *testNet) step() bool {
 	s := nw.queue[0]
 	nw.queue = nw.queue[1:]
 	n := nw.nodes[s.to]
+	if nw.paused[s.to] {
+		nw.held = append(nw.held, s)
+		return true
+	}
 	if n == nil || nw.down[s.to] || nw.down[s.from] || (nw.drop != nil && nw.drop(s)) {
 		nw.dropped++
 		return true
@@ -198,6 +206,9 @@ func (nw *testNet) advanceWith(d time.Duration, check func(when string)) {
 		var next *setTimer
 		var owner overlay.NodeID
 		for _, id := range nw.ids {
+			if nw.paused[id] {
+				continue
+			}
 			for _, tm := range nw.envs[id].timers {
 				if tm.fired || tm.due.After(end) {
 					continue
@@ -227,6 +238,23 @@ func (nw *testNet) advanceWith(d time.Duration, check func(when string)) {
 		}
 	}
 	nw.clock.now = end
+}
+
+// pause makes node id stand still, as a paused process does; resume lets it run again: the
+// messages that arrived meanwhile are read first, then its overdue timers fire.
+func (nw *testNet) pause(id overlay.NodeID) { nw.paused[id] = true }
+
+func (nw *testNet) resume(id overlay.NodeID) {
+	delete(nw.paused, id)
+	var rest []sentMsg
+	for _, s := range nw.held {
+		if s.to == id {
+			nw.nodes[id].Handle(s.from, s.m)
+		} else {
+			rest = append(rest, s)
+		}
+	}
+	nw.held = rest
 }
 
 // crash stops node id: from now on it neither receives nor sends nor fires timers.

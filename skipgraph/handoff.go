@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/skiprange/skiprange/overlay"
 	"github.com/skiprange/skiprange/overlay/pb"
@@ -26,6 +27,9 @@ import (
 //
 // Before the flip either side may abort; the giver then still owns everything and the receiver
 // discards what it got. A receiver that acknowledged waits for the verdict and asks for it again.
+// A receiver still missing chunks after HandoffRetry sends a partial HandoffAck (upto: the last
+// chunk it has in order, all ones when it has none), and the giver sends the chunks after it
+// again: one lost chunk costs a retry interval, not the whole lease.
 
 // outXfer is a handoff this node gives.
 type outXfer struct {
@@ -36,6 +40,7 @@ type outXfer struct {
 	piece    overlay.Range
 	loads    []*pb.KeyLoad // the piece's load statistics, taken at the flip
 	sent     uint32        // chunks sent so far
+	chunks   []*pb.Handoff // every chunk sent, by seq, for a receiver that missed some
 	items    int
 	deadline time.Time
 	retries  int
@@ -60,6 +65,7 @@ type inXfer struct {
 	lost     []overlay.Range        // parts of the piece lost with failed nodes
 	early    map[uint32]*pb.Handoff // chunks that arrived ahead of their turn
 	next     uint32                 // next chunk to apply
+	checked  uint32                 // next as of the last retry timer (progress check)
 	lastSeen bool                   // the chunk marked last has been applied
 	acked    bool
 	commit   int // chunk count announced by the commit, -1 before it
@@ -145,7 +151,8 @@ func (n *Node) give(kind pb.HandoffKind, cause pb.Cause, to overlay.Peer, piece 
 			}
 		}
 		x.items += len(c)
-		n.send(to.ID, &pb.Envelope{Body: &pb.Envelope_Handoff{Handoff: h}}, cause)
+		x.chunks = append(x.chunks, h)
+		n.send(to.ID, &pb.Envelope{Body: &pb.Envelope_Handoff{Handoff: proto.Clone(h).(*pb.Handoff)}}, cause)
 	}
 	x.sent = uint32(len(chunks))
 	x.deadline = n.env.Now().Add(n.cfg.HandoffLease)
@@ -167,12 +174,31 @@ func (n *Node) forwardWrite(it overlay.Item, deleted bool) {
 		h.Items = []*pb.Item{{Key: []byte(it.Key), Value: it.Value}}
 	}
 	x.sent++
-	n.send(x.to.ID, &pb.Envelope{Body: &pb.Envelope_Handoff{Handoff: h}}, x.cause)
+	x.chunks = append(x.chunks, h)
+	n.send(x.to.ID, &pb.Envelope{Body: &pb.Envelope_Handoff{Handoff: proto.Clone(h).(*pb.Handoff)}}, x.cause)
 }
 
 func (n *Node) onHandoffAck(from overlay.Peer, a *pb.HandoffAck) {
 	x := n.out
-	if x == nil || x.id != a.XferId || x.to.ID != from.ID || a.Upto+1 != x.sent {
+	if x == nil || x.id != a.XferId || x.to.ID != from.ID {
+		return
+	}
+	if next := a.Upto + 1; next < x.sent { // wraps to 0 for "none yet"
+		// The receiver misses chunk next: send it and those after it again.
+		for _, h := range x.chunks[next:] {
+			n.send(x.to.ID, &pb.Envelope{Body: &pb.Envelope_Handoff{Handoff: proto.Clone(h).(*pb.Handoff)}}, x.cause)
+		}
+		return
+	}
+	if a.Upto+1 != x.sent {
+		return
+	}
+	if n.mayBeReplaced() {
+		// The node stood still or went unheard in the middle of the handoff (a pause): its
+		// predecessor may have taken its range over, writes included, and the piece's copies here
+		// may be stale. Ownership must not move on them.
+		n.send(x.to.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: x.id, Reason: "giver may have been replaced"}}}, x.cause)
+		n.abortOut(x, "giver may have been replaced")
 		return
 	}
 	n.debug("handoff flipped", func() []zap.Field {
@@ -266,13 +292,17 @@ func (n *Node) onHandoff(from overlay.Peer, h *pb.Handoff) {
 		x = &inXfer{id: h.XferId, kind: h.Kind, cause: n.handling, from: from, piece: piece, early: map[uint32]*pb.Handoff{}, commit: -1}
 		x.deadline = n.env.Now().Add(n.cfg.HandoffLease)
 		n.in = x
-		n.env.SetTimer(n.cfg.HandoffLease, overlay.Timer{Kind: timerIn, ID: x.id})
+		n.env.SetTimer(n.cfg.HandoffRetry, overlay.Timer{Kind: timerIn, ID: x.id})
 	}
 	if x.id != h.XferId {
 		n.send(from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: h.XferId, Reason: "busy with another handoff"}}}, n.handling)
 		return
 	}
 	if h.Seq < x.next {
+		if x.acked {
+			// A resend: the ack that ended the stream was lost.
+			n.send(from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAck{HandoffAck: &pb.HandoffAck{XferId: x.id, Upto: x.next - 1}}}, x.cause)
+		}
 		return // duplicate
 	}
 	x.early[h.Seq] = h
@@ -462,6 +492,12 @@ func (n *Node) onInTimer(id uint64) {
 	}
 	if !x.acked {
 		if n.env.Now().Before(x.deadline) {
+			if x.next == x.checked {
+				// No chunk applied since the last look: ask for those after the last in order.
+				n.send(x.from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAck{HandoffAck: &pb.HandoffAck{XferId: x.id, Upto: x.next - 1}}}, x.cause)
+			}
+			x.checked = x.next
+			n.env.SetTimer(min(n.cfg.HandoffRetry, x.deadline.Sub(n.env.Now())), overlay.Timer{Kind: timerIn, ID: x.id})
 			return
 		}
 		n.send(x.from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: x.id, Reason: "lease expired"}}}, x.cause)

@@ -1222,3 +1222,42 @@ func TestLostRangeTravelsWithHandoff(t *testing.T) {
 		t.Fatalf("get of a missing key outside lost ranges: %+v", r)
 	}
 }
+
+// TestLostChunkIsSentAgain: the first chunk of a join's handoff is lost. The receiver, holding
+// the later chunks, asks for the missing one after HandoffRetry, and the join completes long
+// before the lease would have ended it (a restarted node's join once waited out a whole lease
+// because its first chunk met a failed dial).
+func TestLostChunkIsSentAgain(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.ChunkItems = 10
+	nw := newTestNet(t, cfg)
+	a := nw.bootstrap("a")
+	load(t, nw, a, items(0, 5000, 100))
+	dropped := 0
+	nw.drop = func(s sentMsg) bool {
+		if h := s.m.GetHandoff(); h != nil && s.to == "b" && h.Seq == 0 && dropped == 0 {
+			dropped++
+			return true
+		}
+		return false
+	}
+	b := nw.add("b")
+	if err := b.Join("a", k(2500)); err != nil {
+		t.Fatal(err)
+	}
+	nw.run()
+	if dropped != 1 || b.State() != StateJoining {
+		t.Fatalf("dropped %d chunks; joiner is %s (want one chunk lost and the join waiting)", dropped, b.State())
+	}
+	nw.advance(2 * cfg.HandoffRetry)
+	if b.State() != StateActive {
+		t.Fatalf("joiner is %s %v after the lost chunk; the lease is %v", b.State(), 2*cfg.HandoffRetry, cfg.HandoffLease)
+	}
+	nw.checkRing()
+	if got := a.Store().Len() + b.Store().Len(); got != 50 {
+		t.Fatalf("%d items in all, want 50", got)
+	}
+	if b.Store().Len() == 0 || a.Stats.Aborts != 0 {
+		t.Fatalf("b holds %d items, a aborted %d handoffs", b.Store().Len(), a.Stats.Aborts)
+	}
+}

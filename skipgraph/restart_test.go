@@ -304,3 +304,44 @@ func TestPartitionedNodeDoesNotServeStaleValues(t *testing.T) {
 		nw.checkValues(t, id, want)
 	}
 }
+
+// TestPausedGiverDoesNotFlip: b hands a piece to c by NIX and stands still (a paused process)
+// before c's acknowledgement reaches it, long enough for a to take b's range over and for keys of
+// the piece to be rewritten at a. When b runs again it reads the acknowledgement before its late
+// tick; it must not flip ownership of the piece with its stale copies to c (found by the docker
+// chaos test: after a pause, two acknowledged writes came back older).
+func TestPausedGiverDoesNotFlip(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	want := map[int]string{}
+	for i := 0; i < 5000; i += 100 {
+		want[i] = string(val(i))
+	}
+	var d nixDone
+	if err := nw.nodes["b"].GiveNIX(true, k(1500), pb.Cause_CAUSE_BALANCE, d.fn()); err != nil {
+		t.Fatal(err)
+	}
+	nw.pause("b") // the chunks are out; c's acknowledgement will wait for b
+	nw.run()
+	// Longer than failure detection, shorter than the handoff's lease.
+	cfg := DefaultConfig()
+	nw.advance(cfg.HandoffLease - cfg.ProbeInterval)
+	if lost := nw.nodes["a"].LostRanges(); len(lost) == 0 {
+		t.Fatal("a did not take b's range over")
+	}
+	for i := 1000; i < 2000; i += 100 {
+		want[i] = fmt.Sprintf("new%d", i)
+		nw.nodes["d"].Put(k(i), []byte(want[i]))
+	}
+	nw.run()
+	nw.resume("b")
+	nw.run()
+	if d.calls > 0 && d.ok {
+		t.Fatal("the paused giver flipped the piece after it resumed")
+	}
+	nw.advance(3 * time.Minute)
+	nw.checkRing()
+	nw.checkLevels()
+	for _, id := range []overlay.NodeID{"a", "b", "c", "d", "e"} {
+		nw.checkValues(t, id, want)
+	}
+}
