@@ -292,6 +292,12 @@ func (n *Node) readmit(x overlay.Peer) {
 		items = append(items, overlay.Item{Key: k, Value: v})
 		return true
 	})
+	if old := n.levels[0].succ; old.ID != n.self.ID {
+		// x gets everything up to this node's successor as it is now; its own view of that
+		// successor may be older (a restored snapshot), with a lower start, which would leave
+		// the keys in between to nobody. Tell it.
+		n.updateNeighbor(x.ID, 0, pb.Side_SIDE_SUCC, old, old.ID, pb.Cause_CAUSE_REPAIR)
+	}
 	n.levels[0].succ = x
 	n.succList = n.trimSuccList(append([]overlay.Peer{x}, n.succList...))
 	n.maintain.former = nil // not alone any more

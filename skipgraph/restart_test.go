@@ -345,3 +345,21 @@ func TestPausedGiverDoesNotFlip(t *testing.T) {
 		nw.checkValues(t, id, want)
 	}
 }
+
+// TestRestoredNodeTakesItsSuccessorsMove: while b is down, its successor c hands its lower part
+// down by NIX to a, which holds b's range. a re-admits the restored b with everything up to c's
+// new start, but b's snapshot has c at its old start: b must take c's word for its new start
+// when c names b as its predecessor, or the part in between belongs to nobody (found by the
+// docker chaos test: the ring stayed broken with such a gap).
+func TestRestoredNodeTakesItsSuccessorsMove(t *testing.T) {
+	restartAfterMoves(t, func(nw *testNet) {
+		var d nixDone
+		if err := nw.nodes["c"].GiveNIX(false, k(2500), pb.Cause_CAUSE_BALANCE, d.fn()); err != nil {
+			t.Fatal(err)
+		}
+		nw.run()
+		if !d.ok {
+			t.Fatal("the NIX from c to a did not complete")
+		}
+	})
+}
