@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/skiprange/skiprange/overlay"
 	"github.com/skiprange/skiprange/overlay/pb"
 )
@@ -152,10 +154,61 @@ func (n *Node) checkWait() {
 		return
 	}
 	if now.Sub(n.unconfirmedSince) > maxUnconfirmed*n.cfg.ProbeInterval {
-		n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: n.levels[0].pred.ID, Range: n.Range(),
-			Detail: "never confirmed by a predecessor; serving its range anyway"})
-		n.endWait()
+		n.rejoinAfresh()
 	}
+}
+
+// rejoinAfresh gives up a place that no predecessor confirmed in maxUnconfirmed probe intervals
+// of hearing from other nodes: the live ring does not link to it, so others hold its range and
+// counted its items lost when they took it over. Serving its copies anyway answered stale values
+// beside the real owner (found by the docker chaos test after a pause), so it drops them and
+// joins again, as a new incarnation, through the nodes it knows. A node that knows nobody keeps
+// waiting.
+func (n *Node) rejoinAfresh() {
+	var intro []overlay.NodeID
+	seen := map[overlay.NodeID]bool{n.self.ID: true}
+	add := func(p overlay.Peer) {
+		if !p.IsZero() && !seen[p.ID] {
+			seen[p.ID] = true
+			intro = append(intro, p.ID)
+		}
+	}
+	for _, lk := range n.levels {
+		add(lk.pred)
+		add(lk.succ)
+	}
+	for _, p := range n.succList {
+		add(p)
+	}
+	if len(intro) == 0 {
+		return
+	}
+	whole := overlay.Range{Start: n.self.Start, End: n.self.Start}
+	stale := n.store.Len()
+	if n.obs != nil {
+		n.obs.PieceLeaving(whole) // its load statistics go with the copies
+	}
+	if err := n.store.DeleteRange(whole); err != nil {
+		n.env.Logger().Warn("drop stale copies before joining again", zap.Error(err))
+	}
+	n.Stats.StaleDropped += stale
+	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: n.levels[0].pred.ID, Range: n.Range(), Items: stale,
+		Detail: fmt.Sprintf("never confirmed by a predecessor; %d stale copies dropped, joining again", stale)})
+	position := n.self.Start
+	n.lost = nil
+	n.unconfirmedSince = time.Time{}
+	n.levels, n.succList = nil, nil
+	running := n.maintain.running
+	n.maintain = maintainState{running: running}
+	n.maintain.init()
+	n.self = overlay.Peer{ID: n.self.ID, MVec: n.self.MVec, Version: n.self.Version + 1, Incarnation: n.env.Rand().Uint64() | 1, Addrs: n.self.Addrs}
+	n.refreshSelfRef()
+	n.state = StateNew
+	n.join = joinState{}
+	if err := n.Join(intro[0], position, intro[1:]...); err != nil {
+		n.env.Logger().Warn("could not join again", zap.Error(err))
+	}
+	n.releaseHeld() // the requests it held go on, or fail, as a joining node's do
 }
 
 // endWait ends the wait and releases the held requests. Held batch writes go first, so that no

@@ -363,3 +363,47 @@ func TestRestoredNodeTakesItsSuccessorsMove(t *testing.T) {
 		}
 	})
 }
+
+// TestUnconfirmedNodeJoinsAfresh: a restored node that no predecessor confirms while it hears
+// other nodes for maxUnconfirmed probe intervals drops its stale copies and joins again as a new
+// incarnation, instead of serving them beside the real owner (found by the docker chaos test: a
+// paused node that was never re-admitted answered stale values). Here a took b's range over and
+// b's wait is made to run out at once.
+func TestUnconfirmedNodeJoinsAfresh(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	want := map[int]string{}
+	for i := 0; i < 5000; i += 100 {
+		want[i] = string(val(i))
+	}
+	snap := proto.Clone(nw.nodes["b"].Snapshot()).(*pb.NodeSnapshot)
+	nw.crash("b")
+	nw.advance(2 * time.Minute)
+	for i := 1000; i < 2000; i += 100 {
+		want[i] = fmt.Sprintf("new%d", i)
+		nw.nodes["d"].Put(k(i), []byte(want[i]))
+	}
+	nw.run()
+	b, err := nw.restart("b", snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inc := b.Self().Incarnation
+	b.unconfirmedSince = nw.clock.now.Add(-time.Duration(maxUnconfirmed+1) * nw.cfg.ProbeInterval)
+	b.heardAny = nw.clock.now
+	b.checkWait()
+	if b.State() != StateJoining || b.Self().Incarnation == inc {
+		t.Fatalf("after its wait ran out b is %s, incarnation changed %v", b.State(), b.Self().Incarnation != inc)
+	}
+	if b.Store().Len() != 0 || b.Stats.StaleDropped != 10 {
+		t.Fatalf("b kept %d items, dropped %d (want its 10 stale copies dropped)", b.Store().Len(), b.Stats.StaleDropped)
+	}
+	nw.advance(3 * time.Minute)
+	if b.State() != StateActive {
+		t.Fatalf("b is %s, not back in the ring", b.State())
+	}
+	nw.checkRing()
+	nw.checkLevels()
+	for _, id := range []overlay.NodeID{"a", "b", "c", "d", "e"} {
+		nw.checkValues(t, id, want)
+	}
+}
