@@ -341,6 +341,17 @@ func (n *Node) Migrate(target overlay.NodeID, split overlay.Key, below bool) err
 // Until it owns a range, stray messages go on to the node that took the old one.
 func (n *Node) rejoin(m *migration) {
 	n.leave.then, n.leave.cause, n.leave.attempts = nil, pb.Cause_CAUSE_UNSPECIFIED, 0
+	n.becomeNew()
+	n.join = joinState{exact: true, below: m.below, cause: pb.Cause_CAUSE_BALANCE}
+	if err := n.Join(m.target, m.split); err != nil {
+		n.env.Logger().Warn("migration could not join again", zap.Error(err))
+	}
+}
+
+// becomeNew makes a node that owns nothing any more a new node again, ready to join: no links,
+// fresh maintenance state, and a new incarnation so that links to its former place are
+// recognised as stale.
+func (n *Node) becomeNew() {
 	n.levels, n.succList = nil, nil
 	running := n.maintain.running
 	n.maintain = maintainState{running: running}
@@ -348,10 +359,6 @@ func (n *Node) rejoin(m *migration) {
 	n.self = overlay.Peer{ID: n.self.ID, MVec: n.self.MVec, Version: n.self.Version + 1, Incarnation: n.env.Rand().Uint64() | 1, Addrs: n.self.Addrs}
 	n.refreshSelfRef()
 	n.state = StateNew
-	n.join = joinState{exact: true, below: m.below, cause: pb.Cause_CAUSE_BALANCE}
-	if err := n.Join(m.target, m.split); err != nil {
-		n.env.Logger().Warn("migration could not join again", zap.Error(err))
-	}
 }
 
 func (n *Node) tryLeave() {

@@ -197,13 +197,7 @@ func (n *Node) rejoinAfresh() {
 	position := n.self.Start
 	n.lost = nil
 	n.unconfirmedSince = time.Time{}
-	n.levels, n.succList = nil, nil
-	running := n.maintain.running
-	n.maintain = maintainState{running: running}
-	n.maintain.init()
-	n.self = overlay.Peer{ID: n.self.ID, MVec: n.self.MVec, Version: n.self.Version + 1, Incarnation: n.env.Rand().Uint64() | 1, Addrs: n.self.Addrs}
-	n.refreshSelfRef()
-	n.state = StateNew
+	n.becomeNew()
 	n.join = joinState{}
 	if err := n.Join(intro[0], position, intro[1:]...); err != nil {
 		n.env.Logger().Warn("could not join again", zap.Error(err))

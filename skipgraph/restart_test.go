@@ -184,6 +184,35 @@ func TestRestartAfterDeclaredDead(t *testing.T) {
 	}
 }
 
+// initialValues is what fiveNodes stores: key i holds val(i) for i = 0, 100, …, 4900.
+func initialValues() map[int]string {
+	want := map[int]string{}
+	for i := 0; i < 5000; i += 100 {
+		want[i] = string(val(i))
+	}
+	return want
+}
+
+// rewrite writes new values to the keys from, from+100, … below to through node via, and records
+// them in want.
+func (nw *testNet) rewrite(want map[int]string, via overlay.NodeID, from, to int) {
+	for i := from; i < to; i += 100 {
+		want[i] = fmt.Sprintf("new%d", i)
+		nw.nodes[via].Put(k(i), []byte(want[i]))
+	}
+	nw.run()
+}
+
+// checkAllValues reads every key of want through every node.
+func (nw *testNet) checkAllValues(t *testing.T, want map[int]string) {
+	t.Helper()
+	for _, id := range nw.ids {
+		if n := nw.nodes[id]; n.Owns() && !nw.down[id] {
+			nw.checkValues(t, id, want)
+		}
+	}
+}
+
 // checkValues reads every key of want through node via and fails on any other answer.
 func (nw *testNet) checkValues(t *testing.T, via overlay.NodeID, want map[int]string) {
 	t.Helper()
@@ -201,18 +230,11 @@ func (nw *testNet) checkValues(t *testing.T, via overlay.NodeID, want map[int]st
 // is whole, every key has its newest value and no copy is left behind.
 func restartAfterMoves(t *testing.T, moves func(nw *testNet)) *testNet {
 	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
-	want := map[int]string{}
-	for i := 0; i < 5000; i += 100 {
-		want[i] = string(val(i))
-	}
+	want := initialValues()
 	snap := proto.Clone(nw.nodes["b"].Snapshot()).(*pb.NodeSnapshot)
 	nw.crash("b")
 	nw.advance(2 * time.Minute)
-	for i := 1000; i < 2000; i += 100 {
-		want[i] = fmt.Sprintf("new%d", i)
-		nw.nodes["d"].Put(k(i), []byte(want[i]))
-	}
-	nw.run()
+	nw.rewrite(want, "d", 1000, 2000)
 	moves(nw)
 	nw.advance(2 * time.Minute)
 	b, err := nw.restart("b", snap)
@@ -222,9 +244,7 @@ func restartAfterMoves(t *testing.T, moves func(nw *testNet)) *testNet {
 	nw.advance(3 * time.Minute)
 	nw.checkRing()
 	nw.checkLevels()
-	for _, id := range []overlay.NodeID{"a", "b", "c", "d", "e"} {
-		nw.checkValues(t, id, want)
-	}
+	nw.checkAllValues(t, want)
 	total := 0
 	for _, n := range nw.nodes {
 		total += n.Store().Len()
@@ -277,21 +297,14 @@ func TestRestoredNodeCedesToLiveOwner(t *testing.T) {
 // from its stale copy, and in the end the ring is whole and every key has its newest value.
 func TestPartitionedNodeDoesNotServeStaleValues(t *testing.T) {
 	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
-	want := map[int]string{}
-	for i := 0; i < 5000; i += 100 {
-		want[i] = string(val(i))
-	}
+	want := initialValues()
 	cut := func(s sentMsg) bool { return s.from == "c" || s.to == "c" }
 	nw.drop = cut
 	nw.advance(2 * time.Minute)
 	if !nw.nodes["c"].Range().IsFull() {
 		t.Fatalf("cut off, c owns %s; the test wants it alone", nw.nodes["c"].Range())
 	}
-	for i := 2000; i < 3000; i += 100 {
-		want[i] = fmt.Sprintf("new%d", i)
-		nw.nodes["a"].Put(k(i), []byte(want[i]))
-	}
-	nw.run()
+	nw.rewrite(want, "a", 2000, 3000)
 	nw.drop = nil
 	early := nw.nodes["c"].Get(k(2500))
 	nw.advance(3 * time.Minute)
@@ -300,9 +313,7 @@ func TestPartitionedNodeDoesNotServeStaleValues(t *testing.T) {
 	}
 	nw.checkRing()
 	nw.checkLevels()
-	for _, id := range []overlay.NodeID{"a", "b", "c", "d", "e"} {
-		nw.checkValues(t, id, want)
-	}
+	nw.checkAllValues(t, want)
 }
 
 // TestPausedGiverDoesNotFlip: b hands a piece to c by NIX and stands still (a paused process)
@@ -312,10 +323,7 @@ func TestPartitionedNodeDoesNotServeStaleValues(t *testing.T) {
 // chaos test: after a pause, two acknowledged writes came back older).
 func TestPausedGiverDoesNotFlip(t *testing.T) {
 	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
-	want := map[int]string{}
-	for i := 0; i < 5000; i += 100 {
-		want[i] = string(val(i))
-	}
+	want := initialValues()
 	var d nixDone
 	if err := nw.nodes["b"].GiveNIX(true, k(1500), pb.Cause_CAUSE_BALANCE, d.fn()); err != nil {
 		t.Fatal(err)
@@ -328,11 +336,7 @@ func TestPausedGiverDoesNotFlip(t *testing.T) {
 	if lost := nw.nodes["a"].LostRanges(); len(lost) == 0 {
 		t.Fatal("a did not take b's range over")
 	}
-	for i := 1000; i < 2000; i += 100 {
-		want[i] = fmt.Sprintf("new%d", i)
-		nw.nodes["d"].Put(k(i), []byte(want[i]))
-	}
-	nw.run()
+	nw.rewrite(want, "d", 1000, 2000)
 	nw.resume("b")
 	nw.run()
 	if d.calls > 0 && d.ok {
@@ -341,9 +345,7 @@ func TestPausedGiverDoesNotFlip(t *testing.T) {
 	nw.advance(3 * time.Minute)
 	nw.checkRing()
 	nw.checkLevels()
-	for _, id := range []overlay.NodeID{"a", "b", "c", "d", "e"} {
-		nw.checkValues(t, id, want)
-	}
+	nw.checkAllValues(t, want)
 }
 
 // TestRestoredNodeTakesItsSuccessorsMove: while b is down, its successor c hands its lower part
@@ -371,18 +373,11 @@ func TestRestoredNodeTakesItsSuccessorsMove(t *testing.T) {
 // b's wait is made to run out at once.
 func TestUnconfirmedNodeJoinsAfresh(t *testing.T) {
 	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
-	want := map[int]string{}
-	for i := 0; i < 5000; i += 100 {
-		want[i] = string(val(i))
-	}
+	want := initialValues()
 	snap := proto.Clone(nw.nodes["b"].Snapshot()).(*pb.NodeSnapshot)
 	nw.crash("b")
 	nw.advance(2 * time.Minute)
-	for i := 1000; i < 2000; i += 100 {
-		want[i] = fmt.Sprintf("new%d", i)
-		nw.nodes["d"].Put(k(i), []byte(want[i]))
-	}
-	nw.run()
+	nw.rewrite(want, "d", 1000, 2000)
 	b, err := nw.restart("b", snap)
 	if err != nil {
 		t.Fatal(err)
@@ -403,7 +398,5 @@ func TestUnconfirmedNodeJoinsAfresh(t *testing.T) {
 	}
 	nw.checkRing()
 	nw.checkLevels()
-	for _, id := range []overlay.NodeID{"a", "b", "c", "d", "e"} {
-		nw.checkValues(t, id, want)
-	}
+	nw.checkAllValues(t, want)
 }
