@@ -203,6 +203,20 @@ func (nw *testNet) rewrite(want map[int]string, via overlay.NodeID, from, to int
 	nw.run()
 }
 
+// nix has node from hand a piece to its successor (toSucc) or predecessor by NIX, cut at split,
+// and fails unless the handoff completes.
+func (nw *testNet) nix(t *testing.T, from overlay.NodeID, toSucc bool, split overlay.Key) {
+	t.Helper()
+	var d nixDone
+	if err := nw.nodes[from].GiveNIX(toSucc, split, pb.Cause_CAUSE_BALANCE, d.fn()); err != nil {
+		t.Fatal(err)
+	}
+	nw.run()
+	if !d.ok {
+		t.Fatalf("the NIX from %s did not complete", from)
+	}
+}
+
 // checkAllValues reads every key of want through every node.
 func (nw *testNet) checkAllValues(t *testing.T, want map[int]string) {
 	t.Helper()
@@ -274,14 +288,7 @@ func TestRestartAfterSuccessorMigrated(t *testing.T) {
 // killed node that came back overwrote 347 acknowledged writes).
 func TestRestoredNodeCedesToLiveOwner(t *testing.T) {
 	nw := restartAfterMoves(t, func(nw *testNet) {
-		var d nixDone
-		if err := nw.nodes["a"].GiveNIX(false, k(1500), pb.Cause_CAUSE_BALANCE, d.fn()); err != nil {
-			t.Fatal(err)
-		}
-		nw.run()
-		if !d.ok {
-			t.Fatal("the NIX to e did not complete")
-		}
+		nw.nix(t, "a", false, k(1500))
 	})
 	if got := nw.nodes["b"].Stats.StaleDropped; got == 0 {
 		t.Fatal("the restored node dropped no stale copies")
@@ -355,14 +362,7 @@ func TestPausedGiverDoesNotFlip(t *testing.T) {
 // docker chaos test: the ring stayed broken with such a gap).
 func TestRestoredNodeTakesItsSuccessorsMove(t *testing.T) {
 	restartAfterMoves(t, func(nw *testNet) {
-		var d nixDone
-		if err := nw.nodes["c"].GiveNIX(false, k(2500), pb.Cause_CAUSE_BALANCE, d.fn()); err != nil {
-			t.Fatal(err)
-		}
-		nw.run()
-		if !d.ok {
-			t.Fatal("the NIX from c to a did not complete")
-		}
+		nw.nix(t, "c", false, k(2500))
 	})
 }
 
