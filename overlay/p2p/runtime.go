@@ -42,6 +42,10 @@ type syncer interface{ Sync() error }
 // snapshotMeta names the metadata entry holding the node's snapshot.
 const snapshotMeta = "snapshot"
 
+// memberMeta marks a data directory whose node has owned a range: an overlay exists, so a
+// restart never starts a new one (NewNetwork), even after a graceful leave.
+const memberMeta = "member"
+
 // Config is what a Runtime needs.
 type Config struct {
 	Identity    crypto.PrivKey
@@ -50,7 +54,8 @@ type Config struct {
 	Bootstrap []peer.AddrInfo
 	// Network names the overlay; nodes advertise it on the DHT and find introducers through it.
 	Network string
-	// NewNetwork: with no snapshot and no reachable bootstrap peer, start a new overlay owning
+	// NewNetwork: with no snapshot, no reachable bootstrap peer and a data directory that was
+	// never a member of an overlay, start a new overlay owning
 	// the whole key circle (a seed). Without it such a node refuses to start.
 	NewNetwork bool
 	// JoinAt, when set, is the key whose owner the node joins next to; otherwise a random key.
@@ -98,6 +103,7 @@ type Runtime struct {
 	outbox    []outMsg
 	local     []outMsg // messages the node sent to itself, handled next
 	lastSnap  []byte
+	member    bool // memberMeta is written
 	protected map[peer.ID]bool
 	learned   map[peer.ID]string // the addresses last learned for each peer, to skip repeats
 	waiters   map[uint64]chan overlay.Result
@@ -210,9 +216,11 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	switch {
 	case snap != nil:
 		enter = func() error { return nd.Restore(snap) }
-	case cfg.NewNetwork && reached == 0:
+	case cfg.NewNetwork && reached == 0 && (len(cfg.Bootstrap) == 0 || !r.wasMember()):
 		// A seed node: it starts the overlay unless a bootstrap peer answers — then an overlay
-		// exists (the seed restarted after a graceful leave) and it joins it.
+		// exists (the seed restarted after a graceful leave) and it joins it. A seed with
+		// bootstrap peers that was a member before joins them in any case, retrying until one
+		// answers.
 		enter = nd.Bootstrap
 	case len(cfg.Bootstrap) > 0:
 		position := r.joinPosition()
@@ -326,6 +334,13 @@ var errStopped = errors.New("node stopped")
 
 func (r *Runtime) afterStep() {
 	r.persistSnapshot()
+	if !r.member && r.meta != nil && r.node.Owns() {
+		if err := r.meta.SetMeta(memberMeta, []byte{1}); err != nil {
+			r.log.Error("persist membership: a restart with --new-network could start a second overlay", zap.Error(err))
+		} else {
+			r.member = true
+		}
+	}
 	if r.syncer != nil {
 		// A write this step acknowledges must survive a crash of the process (kill -9 loses
 		// unsynced Pebble writes): one sync per step that wrote, before any answer goes out.
@@ -381,6 +396,19 @@ func (r *Runtime) persistSnapshot() {
 		return
 	}
 	r.lastSnap = raw
+}
+
+// wasMember reports whether this data directory's node has owned a range before (a seed that
+// left gracefully and restarts must join the overlay that exists, not start another when its
+// bootstrap peers do not answer at once: the chaos test saw a restarted seed answer "not found"
+// for acknowledged keys from a second, empty overlay).
+func (r *Runtime) wasMember() bool {
+	if r.meta == nil {
+		return false
+	}
+	v, ok, err := r.meta.GetMeta(memberMeta)
+	r.member = err == nil && ok && len(v) > 0
+	return r.member
 }
 
 func (r *Runtime) loadSnapshot() (*pb.NodeSnapshot, error) {
