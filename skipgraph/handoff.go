@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/skiprange/skiprange/overlay"
 	"github.com/skiprange/skiprange/overlay/pb"
@@ -40,7 +39,7 @@ type outXfer struct {
 	piece    overlay.Range
 	loads    []*pb.KeyLoad // the piece's load statistics, taken at the flip
 	sent     uint32        // chunks sent so far
-	chunks   []*pb.Handoff // every chunk sent, by seq, for a receiver that missed some
+	chunks   []*pb.Handoff // every chunk sent, by seq, for a receiver that missed some (never changed once made, so resends share them)
 	items    int
 	deadline time.Time
 	retries  int
@@ -152,7 +151,7 @@ func (n *Node) give(kind pb.HandoffKind, cause pb.Cause, to overlay.Peer, piece 
 		}
 		x.items += len(c)
 		x.chunks = append(x.chunks, h)
-		n.send(to.ID, &pb.Envelope{Body: &pb.Envelope_Handoff{Handoff: proto.Clone(h).(*pb.Handoff)}}, cause)
+		n.send(to.ID, &pb.Envelope{Body: &pb.Envelope_Handoff{Handoff: h}}, cause)
 	}
 	x.sent = uint32(len(chunks))
 	x.deadline = n.env.Now().Add(n.cfg.HandoffLease)
@@ -175,7 +174,7 @@ func (n *Node) forwardWrite(it overlay.Item, deleted bool) {
 	}
 	x.sent++
 	x.chunks = append(x.chunks, h)
-	n.send(x.to.ID, &pb.Envelope{Body: &pb.Envelope_Handoff{Handoff: proto.Clone(h).(*pb.Handoff)}}, x.cause)
+	n.send(x.to.ID, &pb.Envelope{Body: &pb.Envelope_Handoff{Handoff: h}}, x.cause)
 }
 
 func (n *Node) onHandoffAck(from overlay.Peer, a *pb.HandoffAck) {
@@ -186,7 +185,7 @@ func (n *Node) onHandoffAck(from overlay.Peer, a *pb.HandoffAck) {
 	if next := a.Upto + 1; next < x.sent { // wraps to 0 for "none yet"
 		// The receiver misses chunk next: send it and those after it again.
 		for _, h := range x.chunks[next:] {
-			n.send(x.to.ID, &pb.Envelope{Body: &pb.Envelope_Handoff{Handoff: proto.Clone(h).(*pb.Handoff)}}, x.cause)
+			n.send(x.to.ID, &pb.Envelope{Body: &pb.Envelope_Handoff{Handoff: h}}, x.cause)
 		}
 		return
 	}

@@ -123,8 +123,8 @@ func (n *Node) silenceLimit() time.Duration {
 	return time.Duration(max(n.cfg.ProbeMisses-1, 1))*n.cfg.ProbeInterval + n.cfg.ProbeTimeout
 }
 
-// maxUnconfirmed bounds, in probe intervals, how long a restored node waits for its
-// predecessor's word before it serves its range anyway.
+// maxUnconfirmed bounds, in probe intervals of hearing from others, how long a waiting node waits
+// for its predecessor's word before it gives its place up and joins again.
 const maxUnconfirmed = 20
 
 // checkConfirmed ends a waiting node's wait when its predecessor's pong names it as the
@@ -139,7 +139,7 @@ func (n *Node) checkConfirmed(from overlay.Peer, p *pb.Pong) {
 // checkWait runs on every tick: it starts a wait when the node stood still or its predecessor
 // fell silent (before anything asks for its range: a node cut off hears no requests either),
 // and ends a wait that lasted maxUnconfirmed probe intervals of hearing from others without the
-// predecessor's word: a node whose predecessor never re-admits it serves its range anyway.
+// predecessor's word: the node then joins again afresh (rejoinAfresh).
 func (n *Node) checkWait() {
 	if !n.unconfirmed() {
 		n.mayBeReplaced()

@@ -239,16 +239,24 @@ func (nw *testNet) checkValues(t *testing.T, via overlay.NodeID, want map[int]st
 	}
 }
 
-// restartAfterMoves crashes b for long enough to be declared dead, rewrites every key of b's
-// range meanwhile, lets moves happen, restores b from its old snapshot and checks that the ring
-// is whole, every key has its newest value and no copy is left behind.
-func restartAfterMoves(t *testing.T, moves func(nw *testNet)) *testNet {
+// bDeclaredDead crashes b of fiveNodes for long enough to be declared dead (a takes its range
+// over) and rewrites every key of b's range meanwhile. It returns the values every key must have
+// and b's snapshot from before the crash.
+func bDeclaredDead(t *testing.T) (*testNet, map[int]string, *pb.NodeSnapshot) {
 	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
 	want := initialValues()
 	snap := proto.Clone(nw.nodes["b"].Snapshot()).(*pb.NodeSnapshot)
 	nw.crash("b")
 	nw.advance(2 * time.Minute)
 	nw.rewrite(want, "d", 1000, 2000)
+	return nw, want, snap
+}
+
+// restartAfterMoves crashes b for long enough to be declared dead, rewrites every key of b's
+// range meanwhile, lets moves happen, restores b from its old snapshot and checks that the ring
+// is whole, every key has its newest value and no copy is left behind.
+func restartAfterMoves(t *testing.T, moves func(nw *testNet)) *testNet {
+	nw, want, snap := bDeclaredDead(t)
 	moves(nw)
 	nw.advance(2 * time.Minute)
 	b, err := nw.restart("b", snap)
@@ -372,12 +380,7 @@ func TestRestoredNodeTakesItsSuccessorsMove(t *testing.T) {
 // paused node that was never re-admitted answered stale values). Here a took b's range over and
 // b's wait is made to run out at once.
 func TestUnconfirmedNodeJoinsAfresh(t *testing.T) {
-	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
-	want := initialValues()
-	snap := proto.Clone(nw.nodes["b"].Snapshot()).(*pb.NodeSnapshot)
-	nw.crash("b")
-	nw.advance(2 * time.Minute)
-	nw.rewrite(want, "d", 1000, 2000)
+	nw, want, snap := bDeclaredDead(t)
 	b, err := nw.restart("b", snap)
 	if err != nil {
 		t.Fatal(err)
