@@ -377,7 +377,7 @@ func (c *senderCache) decode(r *pb.NodeRef) overlay.Peer {
 // without its state, which is handled as a failure (the new incarnation is a stranger until it
 // joins).
 func (n *Node) learn(p overlay.Peer) {
-	if p.ID == n.self.ID || !n.Owns() {
+	if (p.MVec == n.self.MVec && p.ID == n.self.ID) || !n.Owns() {
 		return
 	}
 	stale := false
@@ -413,7 +413,8 @@ func (n *Node) learn(p overlay.Peer) {
 // piece the successor is handing to this node itself may stretch it.
 func (n *Node) succStartMovedUp(p overlay.Peer) bool {
 	s := n.levels[0].succ
-	if s.ID != p.ID || s.MVec != p.MVec || s.Start == p.Start || s.ID == n.self.ID {
+	// Membership vectors first: comparing them is cheaper than comparing identities.
+	if s.MVec != p.MVec || s.ID != p.ID || s.Start == p.Start || s.ID == n.self.ID {
 		return false
 	}
 	if n.in != nil && n.in.from.ID == p.ID {

@@ -6,6 +6,8 @@ import (
 	"flag"
 	"io"
 	"math"
+	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -68,6 +70,49 @@ func parseFlags(fs *flag.FlagSet, held *bytes.Buffer, args []string, stdout io.W
 		return badUsage("unexpected argument %q", fs.Arg(0))
 	}
 	return nil
+}
+
+// profileFlags registers --cpuprofile and --memprofile. The returned start begins the CPU
+// profile if one was asked for, and gives the function that ends it and writes the heap profile.
+// The simulated network is gone by then: the heap profile is for what the run allocated, where
+// (go tool pprof -sample_index=alloc_space).
+func profileFlags(fs *flag.FlagSet) (start func() (stop func() error, err error)) {
+	cpuPath := fs.String("cpuprofile", "", "write a Go CPU profile of the run to `file` (read it with go tool pprof)")
+	memPath := fs.String("memprofile", "", "write a Go heap profile of the run's allocations to `file`")
+	return func() (func() error, error) {
+		var cpu *os.File
+		if *cpuPath != "" {
+			f, err := os.Create(*cpuPath)
+			if err != nil {
+				return nil, err
+			}
+			if err := pprof.StartCPUProfile(f); err != nil {
+				f.Close()
+				return nil, err
+			}
+			cpu = f
+		}
+		return func() error {
+			if cpu != nil {
+				pprof.StopCPUProfile()
+				if err := cpu.Close(); err != nil {
+					return err
+				}
+			}
+			if *memPath == "" {
+				return nil
+			}
+			f, err := os.Create(*memPath)
+			if err != nil {
+				return err
+			}
+			if err := pprof.WriteHeapProfile(f); err != nil {
+				f.Close()
+				return err
+			}
+			return f.Close()
+		}, nil
+	}
 }
 
 // commandLine renders the arguments after the subcommand as one line, for notes and JSON.

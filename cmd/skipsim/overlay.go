@@ -35,6 +35,7 @@ func runOverlay(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&p.Net.Marshal, "marshal", false, "encode every message with protobuf as on the wire (slower)")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	quiet := fs.Bool("quiet", false, "no progress output on stderr")
+	startProfile := profileFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: skipsim overlay [flags]
 
@@ -105,9 +106,16 @@ Flags:
 	if err := p.Net.Node.SkipGraph.Validate(); err != nil {
 		return badUsage("%v", err)
 	}
+	stopProfile, err := startProfile()
+	if err != nil {
+		return err
+	}
 	bar := newProgress(stderr, *quiet)
 	sum, err := sim.RunOverlay(p, bar.update)
 	bar.finish()
+	if perr := stopProfile(); err == nil && perr != nil {
+		err = fmt.Errorf("profile: %w", perr)
+	}
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/skiprange/skiprange/overlay"
 )
@@ -20,6 +22,8 @@ type Report struct {
 	Violations []Violation
 	// Counted, not listed beyond the first few of each invariant.
 	Omitted int
+	// Counts are the violations by invariant, listed or not.
+	Counts [9]int
 }
 
 // OK reports whether every checked invariant holds.
@@ -41,18 +45,15 @@ func (r Report) String() string {
 
 const maxListed = 5
 
-func (r *Report) add(inv int, format string, args ...any) {
-	listed := 0
-	for _, v := range r.Violations {
-		if v.Invariant == inv {
-			listed++
-		}
-	}
-	if listed >= maxListed {
+// add records a violation of invariant inv. Its detail is written only if it is listed: an
+// unsettled overlay breaks invariants at thousands of nodes, and the check is polled.
+func (r *Report) add(inv int, detail func() string) {
+	r.Counts[inv]++
+	if r.Counts[inv] > maxListed {
 		r.Omitted++
 		return
 	}
-	r.Violations = append(r.Violations, Violation{Invariant: inv, Detail: fmt.Sprintf(format, args...)})
+	r.Violations = append(r.Violations, Violation{Invariant: inv, Detail: detail()})
 }
 
 // Check verifies, with global knowledge, the invariants of SPEC §8 that hold at quiescence:
@@ -73,7 +74,7 @@ func (nw *Network) Check() Report {
 			return true
 		})
 		if stray > 0 {
-			rep.add(3, "%s holds %d items outside its range %s", s.id, stray, r)
+			rep.add(3, func() string { return fmt.Sprintf("%s holds %d items outside its range %s", s.id, stray, r) })
 		}
 	}
 	return rep
@@ -84,14 +85,14 @@ func (nw *Network) CheckStructure() Report {
 	var rep Report
 	for _, s := range nw.order {
 		if s.alive && !s.node.Owns() {
-			rep.add(1, "node %s is running but %s", s.id, s.node.State())
+			rep.add(1, func() string { return fmt.Sprintf("node %s is running but %s", s.id, s.node.State()) })
 		}
 	}
 	owners := nw.owners()
 	n := len(owners)
 	rep.Nodes = n
 	if n == 0 {
-		rep.add(1, "no node owns a range")
+		rep.add(1, func() string { return "no node owns a range" })
 		return rep
 	}
 	ids := make([]overlay.NodeID, n)
@@ -106,54 +107,61 @@ func (nw *Network) CheckStructure() Report {
 		r := s.node.Range()
 		if n == 1 {
 			if !r.IsFull() {
-				rep.add(1, "single node %s owns %s, not the whole circle", ids[i], r)
+				rep.add(1, func() string { return fmt.Sprintf("single node %s owns %s, not the whole circle", ids[i], r) })
 			}
 			continue
 		}
 		next, prev := (i+1)%n, (i-1+n)%n
 		if r.End != starts[next] {
-			rep.add(1, "%s owns %s but the next start is %s's %q", ids[i], r, ids[next], starts[next])
+			rep.add(1, func() string {
+				return fmt.Sprintf("%s owns %s but the next start is %s's %q", ids[i], r, ids[next], starts[next])
+			})
 		}
 		pred, succ := s.node.Neighbors(0)
 		if succ.ID != ids[next] || pred.ID != ids[prev] {
-			rep.add(1, "%s level 0 links pred=%s succ=%s, want %s and %s", ids[i], pred.ID, succ.ID, ids[prev], ids[next])
+			rep.add(1, func() string {
+				return fmt.Sprintf("%s level 0 links pred=%s succ=%s, want %s and %s", ids[i], pred.ID, succ.ID, ids[prev], ids[next])
+			})
 		}
 	}
 	// (2) Rings: at level l the nodes sharing their first l bits form a ring in start order; a node
-	// alone at level l has height <= l.
+	// alone at level l has height <= l. Sorted by their first l bits, then start, the nodes of
+	// each ring lie next to each other, in ring order.
+	byPrefix := make([]int, n)
+	for i := range byPrefix {
+		byPrefix[i] = i
+	}
 	prevOf := make([]int, n)
 	for l := 1; l < overlay.MaxLevel; l++ {
-		first, last := map[uint64]int{}, map[uint64]int{}
-		for i := range owners {
-			p := mvecs[i] >> (64 - l)
-			if j, ok := last[p]; ok {
-				prevOf[i] = j
-			} else {
-				first[p] = i
-			}
-			last[p] = i
-		}
+		prefix := func(i int) uint64 { return mvecs[i] >> (64 - l) }
+		slices.SortFunc(byPrefix, func(i, j int) int { return cmp.Or(cmp.Compare(prefix(i), prefix(j)), i-j) })
 		company := false
-		for p, f := range first {
-			prevOf[f] = last[p] // close each ring
-			if last[p] != f {
-				company = true
+		for first := 0; first < n; {
+			last := first
+			for last+1 < n && prefix(byPrefix[last+1]) == prefix(byPrefix[first]) {
+				last++
+				prevOf[byPrefix[last]] = byPrefix[last-1]
 			}
+			prevOf[byPrefix[first]] = byPrefix[last] // close the ring
+			company = company || last > first
+			first = last + 1
 		}
 		for i, s := range owners {
 			pred, _ := s.node.Neighbors(l)
 			if prevOf[i] == i {
 				if h := s.node.Height(); h > l {
-					rep.add(2, "%s is alone at level %d but has height %d", ids[i], l, h)
+					rep.add(2, func() string { return fmt.Sprintf("%s is alone at level %d but has height %d", ids[i], l, h) })
 				}
 				continue
 			}
 			if pred.ID != ids[prevOf[i]] {
-				rep.add(2, "%s level %d links pred=%s, want %s", ids[i], l, pred.ID, ids[prevOf[i]])
+				rep.add(2, func() string {
+					return fmt.Sprintf("%s level %d links pred=%s, want %s", ids[i], l, pred.ID, ids[prevOf[i]])
+				})
 			}
 			p := prevOf[i]
 			if _, succ := owners[p].node.Neighbors(l); succ.ID != ids[i] {
-				rep.add(2, "%s level %d links succ=%s, want %s", ids[p], l, succ.ID, ids[i])
+				rep.add(2, func() string { return fmt.Sprintf("%s level %d links succ=%s, want %s", ids[p], l, succ.ID, ids[i]) })
 			}
 		}
 		if !company {
@@ -163,7 +171,7 @@ func (nw *Network) CheckStructure() Report {
 	// (5) No handoff is in progress.
 	for i, s := range owners {
 		if s.node.Busy() {
-			rep.add(5, "%s is still in a handoff", ids[i])
+			rep.add(5, func() string { return fmt.Sprintf("%s is still in a handoff", ids[i]) })
 		}
 	}
 	return rep

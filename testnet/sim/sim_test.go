@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -64,5 +65,69 @@ func TestBuildAndLookup(t *testing.T) {
 	}
 	if rep := h.Net.Check(); !rep.OK() {
 		t.Fatalf("after load: %s", rep)
+	}
+}
+
+// TestCheckFindsBrokenRings crashes the tallest node of a settled overlay and compares the
+// checker's count of broken level rings with a brute-force count: for every survivor and level,
+// its ring neighbours found by scanning all survivors.
+func TestCheckFindsBrokenRings(t *testing.T) {
+	h := build(t, DefaultConfig(), 64)
+	if rep := h.Net.CheckStructure(); !rep.OK() {
+		t.Fatalf("after build: %s", rep)
+	}
+	var tallest overlay.NodeID
+	for _, s := range h.Net.owners() {
+		if tallest == "" || s.node.Height() > h.Net.Node(tallest).Height() {
+			tallest = s.id
+		}
+	}
+	if err := h.Crash(tallest); err != nil {
+		t.Fatal(err)
+	}
+	rep := h.Net.CheckStructure()
+	if rep.Counts[1] == 0 {
+		t.Errorf("level 0 still links to the crashed node, yet invariant 1 holds: %s", rep)
+	}
+
+	owners := h.Net.owners() // in start order
+	want := 0
+	for l := 1; l < overlay.MaxLevel; l++ {
+		company := false
+		for i, s := range owners {
+			var ring []int // positions of the nodes sharing l bits with s, in start order
+			for j, o := range owners {
+				if o.node.Self().MVec>>(64-l) == s.node.Self().MVec>>(64-l) {
+					ring = append(ring, j)
+				}
+			}
+			if len(ring) == 1 {
+				if s.node.Height() > l {
+					want++
+				}
+				continue
+			}
+			company = true
+			at := slices.Index(ring, i)
+			p := owners[ring[(at-1+len(ring))%len(ring)]]
+			if pred, _ := s.node.Neighbors(l); pred.ID != p.id {
+				want++
+			}
+			if _, succ := p.node.Neighbors(l); succ.ID != s.id {
+				want++
+			}
+		}
+		if !company {
+			break
+		}
+	}
+	if want == 0 {
+		t.Fatalf("crashing %s (height %d) broke no ring: the test proves nothing", tallest, h.Net.Node(tallest).Height())
+	}
+	if rep.Counts[2] != want {
+		t.Errorf("checker counts %d ring violations, brute force %d: %s", rep.Counts[2], want, rep)
+	}
+	if !h.settle(500*time.Second, func(int) {}) {
+		t.Fatalf("not repaired: %s", h.Net.Check())
 	}
 }
