@@ -13,21 +13,27 @@ import (
 // Maintenance, every ProbeInterval:
 //   - level 0 is kept by pings: the successor's answer carries its predecessor and successor
 //     list (Chord-style stabilization) and its links on every level; ProbeMisses unanswered pings
-//     make a neighbour dead. A dead successor's range is taken over and reported lost, and its
-//     neighbours on every level are relinked to each other on its behalf, as if it had left;
+//     make a neighbour dead (the successors after it are probed alongside, so that a run of dead
+//     nodes is found together). A dead successor's range is taken over and reported lost, and its
+//     neighbours on every level are relinked to each other on its behalf, as if it had left — by
+//     its predecessor, which holds the links of its successors and so relinks a whole run;
 //   - the higher levels are kept by refresh passes, at most one every RefreshInterval: a pass
 //     re-derives level 1, then 2, and so on up to one above the top, each by a scan that walks the
 //     level below clockwise to the first node sharing one more membership bit; that node becomes
 //     the successor and adopts this node as its predecessor. Going bottom-up, a right ring ℓ-1
 //     makes ring ℓ right: dead nodes drop out, rings split by racing joins merge, and a scan that
 //     comes back alone trims levels that lost their company. A join's climb is such a pass, and a
-//     failure seen at level 0 starts one at once.
+//     failure seen at level 0 starts one at once; nodes near a failure re-scan every level each
+//     tick for a while (see urgentUntil).
 
 // linkTable is a node's links on every level, as it last reported them.
 type linkTable struct {
-	id           overlay.NodeID
+	node         overlay.Peer
 	preds, succs []overlay.Peer
 }
+
+// fallenKept is how many tables of nodes declared dead a node keeps to relink around runs of them.
+const fallenKept = 8
 
 // tableEvery is how many ticks apart a node asks its successor for its links on every level.
 const tableEvery = 4
@@ -36,6 +42,9 @@ type pingInfo struct {
 	peer        overlay.NodeID
 	incarnation uint64
 	level       int
+	// beyond marks a probe of a successor past the level-0 successor, sent while the successor
+	// does not answer (see probeBeyond).
+	beyond bool
 }
 
 type maintainState struct {
@@ -45,18 +54,26 @@ type maintainState struct {
 	nextSeq  uint64
 	pings    map[uint64]pingInfo
 	misses   map[overlay.NodeID]int
-	// succTable and predTable are the level-0 neighbours' links on every level, from their last
-	// pongs: if one dies, this node relinks its neighbours on its behalf. Both sides do, so that
-	// a run of consecutive dead nodes is relinked from its ends.
-	succTable, predTable linkTable
+	// succTables are the links on every level of the level-0 successors, in successor-list order:
+	// the successor's own, from its last pong that carried them, then its copies of those beyond
+	// it. If the successor dies, this node relinks its neighbours on its behalf; if several
+	// consecutive nodes die, it is the live node before them that relinks around each.
+	succTables []linkTable
+	// fallen are the tables of the nodes this node declared dead lately: relinkAround looks
+	// through them to the live nodes beyond a run of dead ones.
+	fallen []linkTable
 	// pass is the refresh pass under way: the level whose scan is awaited (0: none), when that
 	// scan left, what caused the pass, and when the last pass ended.
 	pass       int
 	passSentAt time.Time
 	passCause  pb.Cause
 	passEnded  time.Time
-	// urgentUntil: after a failure nearby, every level is re-scanned each tick until then.
+	// urgentUntil: after a failure nearby, every level is re-scanned each tick until then, and
+	// for up to urgentFor ticks more while some of those scans go unanswered (unanswered has a
+	// bit per level, cleared by the answer): a dead node on a ring below still breaks them, and
+	// this node's link on that ring is mended by the first scan that gets through.
 	urgentUntil time.Time
+	unanswered  uint64
 	// former holds the nodes this node linked to before every successor it knew failed and it
 	// took the whole circle; while alone it calls on them in turn (see callFormerPeers).
 	former []overlay.Peer
@@ -118,20 +135,30 @@ func (n *Node) onTick() {
 		n.callFormerPeers()
 		return
 	}
-	// The successor's table of links is asked for every tableEvery ticks, and whenever the
-	// successor is new: it only serves relinking on its behalf if it dies.
+	// The successor's tables of links are asked for every tableEvery ticks, and whenever the
+	// successor is new: they only serve relinking on behalf of dead successors.
 	due := n.maintain.ticks%tableEvery == 0
-	n.ping(lk.succ, 0, due || n.maintain.succTable.id != lk.succ.ID)
+	n.ping(lk.succ, 0, due || len(n.maintain.succTables) == 0 || n.maintain.succTables[0].node.ID != lk.succ.ID)
 	if lk.pred.ID != lk.succ.ID {
-		n.ping(lk.pred, 0, due || n.maintain.predTable.id != lk.pred.ID)
+		n.ping(lk.pred, 0, false)
 	}
 	now := n.env.Now()
-	switch m := &n.maintain; {
-	case now.Before(m.urgentUntil):
+	m := &n.maintain
+	urgent := now.Before(m.urgentUntil) ||
+		m.unanswered != 0 && now.Before(m.urgentUntil.Add(urgentFor*n.cfg.ProbeInterval))
+	if !urgent {
+		m.unanswered = 0
+	}
+	switch {
+	case urgent:
 		// A failure nearby: re-derive every level at once, each tick. Ring ℓ comes right one
-		// tick after ring ℓ-1 does, instead of one pass after.
+		// tick after ring ℓ-1 does, instead of one pass after (sooner where the answer from
+		// ring ℓ-1 shows a new link: see onLevelFound).
+		m.unanswered = 0
 		for l := 1; l <= len(n.levels) && l < overlay.MaxLevel; l++ {
-			n.sendScan(l, pb.Cause_CAUSE_REPAIR)
+			if n.sendScan(l, pb.Cause_CAUSE_REPAIR) {
+				m.unanswered |= 1 << l
+			}
 		}
 	case m.pass > 0 && now.Sub(m.passSentAt) > 2*n.cfg.ProbeTimeout:
 		// The scan or its answer was lost to a dead node on the ring below.
@@ -193,6 +220,9 @@ func (n *Node) onPing(from overlay.Peer, p *pb.Ping) {
 			pong.Preds = append(pong.Preds, lk.pred.ToPB())
 			pong.Succs = append(pong.Succs, lk.succ.ToPB())
 		}
+		for _, t := range n.maintain.succTables[:min(len(n.maintain.succTables), n.cfg.SuccessorListLen-1)] {
+			pong.Beyond = append(pong.Beyond, &pb.LinkTable{Node: t.node.ToPB(), Preds: peersToPB(t.preds), Succs: peersToPB(t.succs)})
+		}
 	}
 	n.forward(from.ID, &pb.Envelope{Body: &pb.Envelope_Pong{Pong: pong}})
 }
@@ -235,14 +265,15 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 		}
 		return
 	}
-	if len(p.Preds) > 0 && len(p.Preds) == len(p.Succs) {
-		table := linkTable{id: from.ID, preds: peersFromPB(p.Preds), succs: peersFromPB(p.Succs)}
-		switch from.ID {
-		case n.levels[0].succ.ID:
-			n.maintain.succTable = table
-		case n.levels[0].pred.ID:
-			n.maintain.predTable = table
+	if len(p.Preds) > 0 && len(p.Preds) == len(p.Succs) && from.ID == n.levels[0].succ.ID {
+		tables := []linkTable{{node: from, preds: peersFromPB(p.Preds), succs: peersFromPB(p.Succs)}}
+		for _, t := range p.Beyond {
+			if len(tables) == n.cfg.SuccessorListLen || len(t.Preds) != len(t.Succs) {
+				break
+			}
+			tables = append(tables, linkTable{node: overlay.PeerFromPB(t.Node), preds: peersFromPB(t.Preds), succs: peersFromPB(t.Succs)})
 		}
+		n.maintain.succTables = tables
 	}
 	if n.levels[0].pred.ID == from.ID && n.levels[0].succ.ID != from.ID {
 		// Our predecessor's successor lies between it and us: two nodes joined in the same gap
@@ -353,6 +384,14 @@ func (n *Node) updateNeighbor(to overlay.NodeID, l int, side pb.Side, node overl
 	}}}, cause)
 }
 
+func peersToPB(peers []overlay.Peer) []*pb.NodeRef {
+	out := make([]*pb.NodeRef, len(peers))
+	for i, p := range peers {
+		out[i] = p.ToPB()
+	}
+	return out
+}
+
 func peersFromPB(refs []*pb.NodeRef) []overlay.Peer {
 	out := make([]overlay.Peer, len(refs))
 	for i, r := range refs {
@@ -372,16 +411,54 @@ func (n *Node) onPingTimeout(seq uint64) {
 		return // the ping went to a former incarnation of today's neighbour
 	}
 	n.maintain.misses[info.peer]++
+	lk := n.levels[0]
+	if info.beyond && lk.succ.ID != info.peer {
+		// Its misses count once it is the successor; probe it again while the successor is
+		// still in doubt.
+		if n.maintain.misses[lk.succ.ID] > 0 && n.maintain.misses[info.peer] < n.cfg.ProbeMisses {
+			n.probeBeyond(info.peer)
+		}
+		return
+	}
 	if n.maintain.misses[info.peer] >= n.cfg.ProbeMisses {
 		delete(n.maintain.misses, info.peer)
 		n.peerFailed(info.peer)
+		// The successors after it that were probed alongside and missed as often are dead too:
+		// the run goes at once rather than one node per ProbeMisses timeouts.
+		for s := n.levels[0].succ; s.ID != n.self.ID && n.maintain.misses[s.ID] >= n.cfg.ProbeMisses; s = n.levels[0].succ {
+			delete(n.maintain.misses, s.ID)
+			n.peerFailed(s.ID)
+		}
 		return
 	}
 	// Ask again at once rather than wait a whole interval.
-	if lk := n.levels[0]; lk.succ.ID == info.peer {
+	if lk.succ.ID == info.peer {
 		n.ping(lk.succ, 0, true)
+		for i := 1; i < len(n.succList); i++ {
+			n.probeBeyond(n.succList[i].ID)
+		}
 	} else if lk.pred.ID == info.peer {
 		n.ping(lk.pred, 0, false)
+	}
+}
+
+// probeBeyond pings a successor past the level-0 successor while the successor does not answer,
+// unless a probe of it is under way: if several consecutive nodes failed, they are found dead
+// together and relinked as a run.
+func (n *Node) probeBeyond(id overlay.NodeID) {
+	for _, p := range n.maintain.pings {
+		if p.peer == id {
+			return
+		}
+	}
+	for _, p := range n.succList {
+		if p.ID == id {
+			seq := n.ping(p, 0, false)
+			info := n.maintain.pings[seq]
+			info.beyond = true
+			n.maintain.pings[seq] = info
+			return
+		}
 	}
 }
 
@@ -430,7 +507,7 @@ func (n *Node) linksFailed(id overlay.NodeID, keep uint64) {
 		}
 	}
 	n.succList = list
-	if gone(n.levels[0].succ) {
+	if dead := n.levels[0].succ; gone(dead) {
 		oldEnd := n.end()
 		adopted, didAdopt := n.adoptFromDead(id)
 		next := n.nearestClockwise(gone)
@@ -469,7 +546,7 @@ func (n *Node) linksFailed(id overlay.NodeID, keep uint64) {
 			n.updateNeighbor(s.ID, 0, pb.Side_SIDE_PRED, n.self, id, pb.Cause_CAUSE_REPAIR)
 			n.ping(s, 0, true)
 		}
-		n.relinkAround(&n.maintain.succTable, id)
+		n.relinkAround(dead)
 		if didAdopt {
 			n.releaseHeld()
 			n.becameIdle()
@@ -477,7 +554,6 @@ func (n *Node) linksFailed(id overlay.NodeID, keep uint64) {
 	}
 	n.urgent(urgentFor)
 	if gone(n.levels[0].pred) {
-		n.relinkAround(&n.maintain.predTable, id)
 		n.levels[0].pred = overlay.Peer{}
 		if n.levels[0].succ.ID == n.self.ID {
 			n.levels[0].pred = n.self
@@ -589,25 +665,76 @@ func (n *Node) callFormerPeers() {
 // formerCalls is how often a lone node calls on each former neighbour.
 const formerCalls = 20
 
-// relinkAround unlinks a dead level-0 neighbour from every level above 0 on its behalf, from the
-// links it reported in its last pong: each pair of its neighbours is told about the other, as a
-// leave would. Stale entries are mended by later refresh passes.
-func (n *Node) relinkAround(table *linkTable, dead overlay.NodeID) {
-	t := *table
-	if t.id != dead {
+// relinkAround unlinks a dead level-0 successor from every level above 0 on its behalf, from the
+// links it reported last: on each level, its two neighbours are told about each other, as a leave
+// would. A neighbour that this node declared dead before (the dead one was the next of a run of
+// consecutive dead nodes) is looked through, by its own table, to the live node beyond, so that
+// the whole run is relinked from its live end. Stale entries are mended by later refresh passes.
+func (n *Node) relinkAround(dead overlay.Peer) {
+	m := &n.maintain
+	i := 0
+	for i < len(m.succTables) && m.succTables[i].node.ID != dead.ID {
+		i++
+	}
+	if i == len(m.succTables) {
 		return
 	}
-	table.id = ""
+	t := m.succTables[i]
+	m.succTables = m.succTables[i+1:]
 	for l := 1; l < len(t.preds); l++ {
-		p, s := t.preds[l], t.succs[l]
-		if p.IsZero() || s.IsZero() || p.ID == dead || s.ID == dead {
+		p, passedP := n.pastFallen(t.preds[l], l, pb.Side_SIDE_PRED)
+		s, passedS := n.pastFallen(t.succs[l], l, pb.Side_SIDE_SUCC)
+		if p.IsZero() || s.IsZero() || p.ID == dead.ID || s.ID == dead.ID {
 			continue
 		}
-		n.relink(p.ID, l, pb.Side_SIDE_SUCC, s, dead)
-		if s.ID != p.ID {
-			n.relink(s.ID, l, pb.Side_SIDE_PRED, p, dead)
+		// Each may still link to the dead node or to any dead one passed on its side (one relink
+		// per candidate: a relink applies only where it replaces the node it names).
+		for _, e := range append([]overlay.NodeID{dead.ID}, passedP...) {
+			n.relink(p.ID, l, pb.Side_SIDE_SUCC, s, e)
+		}
+		if s.ID == p.ID {
+			continue
+		}
+		for _, e := range append([]overlay.NodeID{dead.ID}, passedS...) {
+			n.relink(s.ID, l, pb.Side_SIDE_PRED, p, e)
 		}
 	}
+	m.fallen = append(m.fallen, t)
+	if len(m.fallen) > fallenKept {
+		m.fallen = m.fallen[1:]
+	}
+}
+
+// pastFallen follows the links on level l toward side from p through the nodes this node declared
+// dead lately and returns the first node that is not one of them, with those passed. It returns
+// nobody if a dead node's table does not reach level l (it was not on that ring when it reported).
+func (n *Node) pastFallen(p overlay.Peer, l int, side pb.Side) (overlay.Peer, []overlay.NodeID) {
+	var passed []overlay.NodeID
+	for range len(n.maintain.fallen) + 1 {
+		t, ok := n.fallenTable(p)
+		if !ok {
+			return p, passed
+		}
+		if l >= len(t.preds) {
+			return overlay.Peer{}, passed
+		}
+		passed = append(passed, p.ID)
+		p = t.succs[l]
+		if side == pb.Side_SIDE_PRED {
+			p = t.preds[l]
+		}
+	}
+	return overlay.Peer{}, passed // the dead nodes' links go round in a circle
+}
+
+// fallenTable returns the table of p if this node declared that incarnation of p dead lately.
+func (n *Node) fallenTable(p overlay.Peer) (linkTable, bool) {
+	for _, t := range n.maintain.fallen {
+		if t.node.ID == p.ID && t.node.Incarnation == p.Incarnation && !p.IsZero() {
+			return t, true
+		}
+	}
+	return linkTable{}, false
 }
 
 // relink tells node to (or, when it is this node, makes it) take nb as its neighbour on side at
@@ -623,14 +750,15 @@ func (n *Node) relink(to overlay.NodeID, l int, side pb.Side, nb overlay.Peer, d
 
 // sendScan starts a scan for this node's successor at level l, walking level l-1 clockwise. (The
 // receiving side also answers counter-clockwise scans: the message allows both directions.)
-func (n *Node) sendScan(l int, cause pb.Cause) {
+func (n *Node) sendScan(l int, cause pb.Cause) bool {
 	first := n.levels[l-1].succ
 	if first.IsZero() {
-		return
+		return false
 	}
 	n.send(first.ID, &pb.Envelope{Body: &pb.Envelope_LevelScan{LevelScan: &pb.LevelScan{
 		Origin: n.selfRef, Level: uint32(l), Side: pb.Side_SIDE_SUCC,
 	}}}, cause)
+	return true
 }
 
 func (n *Node) onLevelScan(s *pb.LevelScan) {
@@ -724,6 +852,12 @@ func (n *Node) onLevelFound(f *pb.LevelFound) {
 	}
 	node, other := overlay.PeerFromPB(f.Node), overlay.PeerFromPB(f.Other)
 	lk := &n.levels[l]
+	if f.Side == pb.Side_SIDE_SUCC && lk.succ.ID != node.ID && n.maintain.unanswered&(1<<(l+1)) != 0 {
+		// The urgent scan of ring l+1 sent this tick has not come back: it walked ring l along
+		// the link that just changed, likely into a dead node. Send it again at once over the
+		// new link rather than next tick, so that a repair climbs the rings at message speed.
+		defer n.sendScan(l+1, pb.Cause_CAUSE_REPAIR)
+	}
 	if f.Side == pb.Side_SIDE_PRED {
 		lk.pred = node
 		if lk.succ.IsZero() && !other.IsZero() {
@@ -750,6 +884,9 @@ func (n *Node) onLevelFound(f *pb.LevelFound) {
 
 // passStep moves the refresh pass on after the scan of level l answered.
 func (n *Node) passStep(l int, side pb.Side) {
+	if side == pb.Side_SIDE_SUCC {
+		n.maintain.unanswered &^= 1 << l
+	}
 	if n.maintain.pass == l && side == pb.Side_SIDE_SUCC {
 		n.refreshFrom(l+1, n.maintain.passCause)
 	}

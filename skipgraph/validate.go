@@ -133,6 +133,17 @@ func (n *Node) validate(m *pb.Envelope) error {
 		if len(b.Pong.Preds) > overlay.MaxLevel || len(b.Pong.Succs) > overlay.MaxLevel {
 			return errors.New("level table too long")
 		}
+		if len(b.Pong.Beyond) > 4*n.cfg.SuccessorListLen {
+			return errors.New("too many successor tables")
+		}
+		for _, t := range b.Pong.Beyond {
+			if t == nil || len(t.Preds) > overlay.MaxLevel || len(t.Succs) > overlay.MaxLevel {
+				return errors.New("successor table missing or too long")
+			}
+			if err := n.checkRef(t.Node); err != nil {
+				return fmt.Errorf("successor table: %w", err)
+			}
+		}
 	}
 	return nil
 }

@@ -2031,8 +2031,9 @@ func (x *LevelFound) GetAlone() bool {
 }
 
 // Ping probes a level-0 neighbour; Pong returns its links there and its successor list for
-// stabilization. A node pinging its successor asks for its links on every level (table), so
-// that if the successor dies it can relink the dead node's neighbours on its behalf.
+// stabilization. A node pinging its successor asks for its links on every level (table), and for
+// the tables it holds of the nodes after it (beyond), so that if the successor dies, or several
+// consecutive nodes from it, it can relink the dead nodes' neighbours on their behalf.
 type Ping struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
@@ -2105,7 +2106,10 @@ type Pong struct {
 	Succs []*NodeRef `protobuf:"bytes,7,rep,name=succs,proto3" json:"succs,omitempty"`
 	// items the responder stores (level-0 pongs): if it fails, its predecessor reports how many
 	// items were lost with it.
-	Items         uint64 `protobuf:"varint,8,opt,name=items,proto3" json:"items,omitempty"`
+	Items uint64 `protobuf:"varint,8,opt,name=items,proto3" json:"items,omitempty"`
+	// beyond: the tables the responder holds of its successors, in successor-list order (when
+	// table was asked).
+	Beyond        []*LinkTable `protobuf:"bytes,9,rep,name=beyond,proto3" json:"beyond,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2196,6 +2200,74 @@ func (x *Pong) GetItems() uint64 {
 	return 0
 }
 
+func (x *Pong) GetBeyond() []*LinkTable {
+	if x != nil {
+		return x.Beyond
+	}
+	return nil
+}
+
+// LinkTable is a node's neighbours on every level: preds[l] and succs[l] on level l.
+type LinkTable struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          *NodeRef               `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Preds         []*NodeRef             `protobuf:"bytes,2,rep,name=preds,proto3" json:"preds,omitempty"`
+	Succs         []*NodeRef             `protobuf:"bytes,3,rep,name=succs,proto3" json:"succs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LinkTable) Reset() {
+	*x = LinkTable{}
+	mi := &file_overlay_pb_overlay_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LinkTable) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LinkTable) ProtoMessage() {}
+
+func (x *LinkTable) ProtoReflect() protoreflect.Message {
+	mi := &file_overlay_pb_overlay_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LinkTable.ProtoReflect.Descriptor instead.
+func (*LinkTable) Descriptor() ([]byte, []int) {
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *LinkTable) GetNode() *NodeRef {
+	if x != nil {
+		return x.Node
+	}
+	return nil
+}
+
+func (x *LinkTable) GetPreds() []*NodeRef {
+	if x != nil {
+		return x.Preds
+	}
+	return nil
+}
+
+func (x *LinkTable) GetSuccs() []*NodeRef {
+	if x != nil {
+		return x.Succs
+	}
+	return nil
+}
+
 type Envelope struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// from is the sender's current descriptor, piggybacked on every message so that neighbours
@@ -2230,7 +2302,7 @@ type Envelope struct {
 
 func (x *Envelope) Reset() {
 	*x = Envelope{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[24]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2242,7 +2314,7 @@ func (x *Envelope) String() string {
 func (*Envelope) ProtoMessage() {}
 
 func (x *Envelope) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[24]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2255,7 +2327,7 @@ func (x *Envelope) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Envelope.ProtoReflect.Descriptor instead.
 func (*Envelope) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{24}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Envelope) GetFrom() *NodeRef {
@@ -2595,7 +2667,7 @@ type Balance struct {
 
 func (x *Balance) Reset() {
 	*x = Balance{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[25]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2607,7 +2679,7 @@ func (x *Balance) String() string {
 func (*Balance) ProtoMessage() {}
 
 func (x *Balance) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[25]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2620,7 +2692,7 @@ func (x *Balance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Balance.ProtoReflect.Descriptor instead.
 func (*Balance) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{25}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Balance) GetWave() uint64 {
@@ -2851,7 +2923,7 @@ type LockRequest struct {
 
 func (x *LockRequest) Reset() {
 	*x = LockRequest{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[26]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2863,7 +2935,7 @@ func (x *LockRequest) String() string {
 func (*LockRequest) ProtoMessage() {}
 
 func (x *LockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[26]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2876,7 +2948,7 @@ func (x *LockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LockRequest.ProtoReflect.Descriptor instead.
 func (*LockRequest) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{26}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *LockRequest) GetDir() Side {
@@ -2924,7 +2996,7 @@ type LockRefused struct {
 
 func (x *LockRefused) Reset() {
 	*x = LockRefused{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[27]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2936,7 +3008,7 @@ func (x *LockRefused) String() string {
 func (*LockRefused) ProtoMessage() {}
 
 func (x *LockRefused) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[27]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2949,7 +3021,7 @@ func (x *LockRefused) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LockRefused.ProtoReflect.Descriptor instead.
 func (*LockRefused) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{27}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *LockRefused) GetReason() string {
@@ -2972,7 +3044,7 @@ type Release struct {
 
 func (x *Release) Reset() {
 	*x = Release{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[28]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2984,7 +3056,7 @@ func (x *Release) String() string {
 func (*Release) ProtoMessage() {}
 
 func (x *Release) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[28]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2997,7 +3069,7 @@ func (x *Release) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Release.ProtoReflect.Descriptor instead.
 func (*Release) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{28}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Release) GetReason() string {
@@ -3033,7 +3105,7 @@ type NixTurn struct {
 
 func (x *NixTurn) Reset() {
 	*x = NixTurn{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[29]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3045,7 +3117,7 @@ func (x *NixTurn) String() string {
 func (*NixTurn) ProtoMessage() {}
 
 func (x *NixTurn) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[29]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3058,7 +3130,7 @@ func (x *NixTurn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NixTurn.ProtoReflect.Descriptor instead.
 func (*NixTurn) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{29}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *NixTurn) GetDir() Side {
@@ -3098,7 +3170,7 @@ type RemoteLock struct {
 
 func (x *RemoteLock) Reset() {
 	*x = RemoteLock{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[30]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3110,7 +3182,7 @@ func (x *RemoteLock) String() string {
 func (*RemoteLock) ProtoMessage() {}
 
 func (x *RemoteLock) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[30]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3123,7 +3195,7 @@ func (x *RemoteLock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoteLock.ProtoReflect.Descriptor instead.
 func (*RemoteLock) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{30}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RemoteLock) GetEnd() *NodeRef {
@@ -3180,7 +3252,7 @@ type RemoteReply struct {
 
 func (x *RemoteReply) Reset() {
 	*x = RemoteReply{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[31]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3192,7 +3264,7 @@ func (x *RemoteReply) String() string {
 func (*RemoteReply) ProtoMessage() {}
 
 func (x *RemoteReply) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[31]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3205,7 +3277,7 @@ func (x *RemoteReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoteReply.ProtoReflect.Descriptor instead.
 func (*RemoteReply) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{31}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RemoteReply) GetM() *NodeRef {
@@ -3242,7 +3314,7 @@ type MigOrder struct {
 
 func (x *MigOrder) Reset() {
 	*x = MigOrder{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[32]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3254,7 +3326,7 @@ func (x *MigOrder) String() string {
 func (*MigOrder) ProtoMessage() {}
 
 func (x *MigOrder) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[32]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3267,7 +3339,7 @@ func (x *MigOrder) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigOrder.ProtoReflect.Descriptor instead.
 func (*MigOrder) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{32}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *MigOrder) GetTarget() *NodeRef {
@@ -3303,7 +3375,7 @@ type MigDone struct {
 
 func (x *MigDone) Reset() {
 	*x = MigDone{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[33]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3315,7 +3387,7 @@ func (x *MigDone) String() string {
 func (*MigDone) ProtoMessage() {}
 
 func (x *MigDone) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[33]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3328,7 +3400,7 @@ func (x *MigDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigDone.ProtoReflect.Descriptor instead.
 func (*MigDone) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{33}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *MigDone) GetOk() bool {
@@ -3358,7 +3430,7 @@ type WaveDone struct {
 
 func (x *WaveDone) Reset() {
 	*x = WaveDone{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[34]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3370,7 +3442,7 @@ func (x *WaveDone) String() string {
 func (*WaveDone) ProtoMessage() {}
 
 func (x *WaveDone) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[34]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3383,7 +3455,7 @@ func (x *WaveDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaveDone.ProtoReflect.Descriptor instead.
 func (*WaveDone) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{34}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *WaveDone) GetOk() bool {
@@ -3424,7 +3496,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[35]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3436,7 +3508,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[35]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3449,7 +3521,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{35}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Probe) GetLoad() float64 {
@@ -3473,7 +3545,7 @@ type ProbeReply struct {
 
 func (x *ProbeReply) Reset() {
 	*x = ProbeReply{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[36]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3485,7 +3557,7 @@ func (x *ProbeReply) String() string {
 func (*ProbeReply) ProtoMessage() {}
 
 func (x *ProbeReply) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[36]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3498,7 +3570,7 @@ func (x *ProbeReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeReply.ProtoReflect.Descriptor instead.
 func (*ProbeReply) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{36}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ProbeReply) GetLoad() float64 {
@@ -3543,7 +3615,7 @@ type IBOffer struct {
 
 func (x *IBOffer) Reset() {
 	*x = IBOffer{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[37]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3555,7 +3627,7 @@ func (x *IBOffer) String() string {
 func (*IBOffer) ProtoMessage() {}
 
 func (x *IBOffer) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[37]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3568,7 +3640,7 @@ func (x *IBOffer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IBOffer.ProtoReflect.Descriptor instead.
 func (*IBOffer) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{37}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *IBOffer) GetHeavy() *NodeRef {
@@ -3610,7 +3682,7 @@ type IBNix struct {
 
 func (x *IBNix) Reset() {
 	*x = IBNix{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[38]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3622,7 +3694,7 @@ func (x *IBNix) String() string {
 func (*IBNix) ProtoMessage() {}
 
 func (x *IBNix) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[38]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3635,7 +3707,7 @@ func (x *IBNix) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IBNix.ProtoReflect.Descriptor instead.
 func (*IBNix) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{38}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *IBNix) GetLoad() float64 {
@@ -3656,7 +3728,7 @@ type LevelLinks struct {
 
 func (x *LevelLinks) Reset() {
 	*x = LevelLinks{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[39]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3668,7 +3740,7 @@ func (x *LevelLinks) String() string {
 func (*LevelLinks) ProtoMessage() {}
 
 func (x *LevelLinks) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[39]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3681,7 +3753,7 @@ func (x *LevelLinks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LevelLinks.ProtoReflect.Descriptor instead.
 func (*LevelLinks) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{39}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *LevelLinks) GetPred() *NodeRef {
@@ -3713,7 +3785,7 @@ type NodeSnapshot struct {
 
 func (x *NodeSnapshot) Reset() {
 	*x = NodeSnapshot{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[40]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3725,7 +3797,7 @@ func (x *NodeSnapshot) String() string {
 func (*NodeSnapshot) ProtoMessage() {}
 
 func (x *NodeSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[40]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3738,7 +3810,7 @@ func (x *NodeSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSnapshot.ProtoReflect.Descriptor instead.
 func (*NodeSnapshot) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{40}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *NodeSnapshot) GetSelf() *NodeRef {
@@ -3915,7 +3987,7 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x04Ping\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\rR\x05level\x12\x14\n" +
-	"\x05table\x18\x03 \x01(\bR\x05table\"\xc1\x02\n" +
+	"\x05table\x18\x03 \x01(\bR\x05table\"\xf7\x02\n" +
 	"\x04Pong\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\rR\x05level\x12.\n" +
@@ -3924,7 +3996,12 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\tsucc_list\x18\x05 \x03(\v2\x1a.skiprange.overlay.NodeRefR\bsuccList\x120\n" +
 	"\x05preds\x18\x06 \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05preds\x120\n" +
 	"\x05succs\x18\a \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05succs\x12\x14\n" +
-	"\x05items\x18\b \x01(\x04R\x05items\"\xc9\n" +
+	"\x05items\x18\b \x01(\x04R\x05items\x124\n" +
+	"\x06beyond\x18\t \x03(\v2\x1c.skiprange.overlay.LinkTableR\x06beyond\"\x9f\x01\n" +
+	"\tLinkTable\x12.\n" +
+	"\x04node\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04node\x120\n" +
+	"\x05preds\x18\x02 \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05preds\x120\n" +
+	"\x05succs\x18\x03 \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05succs\"\xc9\n" +
 	"\n" +
 	"\bEnvelope\x12.\n" +
 	"\x04from\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04from\x12.\n" +
@@ -4098,7 +4175,7 @@ func file_overlay_pb_overlay_proto_rawDescGZIP() []byte {
 }
 
 var file_overlay_pb_overlay_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_overlay_pb_overlay_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_overlay_pb_overlay_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
 var file_overlay_pb_overlay_proto_goTypes = []any{
 	(Op)(0),                  // 0: skiprange.overlay.Op
 	(Status)(0),              // 1: skiprange.overlay.Status
@@ -4130,23 +4207,24 @@ var file_overlay_pb_overlay_proto_goTypes = []any{
 	(*LevelFound)(nil),       // 27: skiprange.overlay.LevelFound
 	(*Ping)(nil),             // 28: skiprange.overlay.Ping
 	(*Pong)(nil),             // 29: skiprange.overlay.Pong
-	(*Envelope)(nil),         // 30: skiprange.overlay.Envelope
-	(*Balance)(nil),          // 31: skiprange.overlay.Balance
-	(*LockRequest)(nil),      // 32: skiprange.overlay.LockRequest
-	(*LockRefused)(nil),      // 33: skiprange.overlay.LockRefused
-	(*Release)(nil),          // 34: skiprange.overlay.Release
-	(*NixTurn)(nil),          // 35: skiprange.overlay.NixTurn
-	(*RemoteLock)(nil),       // 36: skiprange.overlay.RemoteLock
-	(*RemoteReply)(nil),      // 37: skiprange.overlay.RemoteReply
-	(*MigOrder)(nil),         // 38: skiprange.overlay.MigOrder
-	(*MigDone)(nil),          // 39: skiprange.overlay.MigDone
-	(*WaveDone)(nil),         // 40: skiprange.overlay.WaveDone
-	(*Probe)(nil),            // 41: skiprange.overlay.Probe
-	(*ProbeReply)(nil),       // 42: skiprange.overlay.ProbeReply
-	(*IBOffer)(nil),          // 43: skiprange.overlay.IBOffer
-	(*IBNix)(nil),            // 44: skiprange.overlay.IBNix
-	(*LevelLinks)(nil),       // 45: skiprange.overlay.LevelLinks
-	(*NodeSnapshot)(nil),     // 46: skiprange.overlay.NodeSnapshot
+	(*LinkTable)(nil),        // 30: skiprange.overlay.LinkTable
+	(*Envelope)(nil),         // 31: skiprange.overlay.Envelope
+	(*Balance)(nil),          // 32: skiprange.overlay.Balance
+	(*LockRequest)(nil),      // 33: skiprange.overlay.LockRequest
+	(*LockRefused)(nil),      // 34: skiprange.overlay.LockRefused
+	(*Release)(nil),          // 35: skiprange.overlay.Release
+	(*NixTurn)(nil),          // 36: skiprange.overlay.NixTurn
+	(*RemoteLock)(nil),       // 37: skiprange.overlay.RemoteLock
+	(*RemoteReply)(nil),      // 38: skiprange.overlay.RemoteReply
+	(*MigOrder)(nil),         // 39: skiprange.overlay.MigOrder
+	(*MigDone)(nil),          // 40: skiprange.overlay.MigDone
+	(*WaveDone)(nil),         // 41: skiprange.overlay.WaveDone
+	(*Probe)(nil),            // 42: skiprange.overlay.Probe
+	(*ProbeReply)(nil),       // 43: skiprange.overlay.ProbeReply
+	(*IBOffer)(nil),          // 44: skiprange.overlay.IBOffer
+	(*IBNix)(nil),            // 45: skiprange.overlay.IBNix
+	(*LevelLinks)(nil),       // 46: skiprange.overlay.LevelLinks
+	(*NodeSnapshot)(nil),     // 47: skiprange.overlay.NodeSnapshot
 }
 var file_overlay_pb_overlay_proto_depIdxs = []int32{
 	9,  // 0: skiprange.overlay.Route.hints:type_name -> skiprange.overlay.LoadHint
@@ -4186,66 +4264,70 @@ var file_overlay_pb_overlay_proto_depIdxs = []int32{
 	6,  // 34: skiprange.overlay.Pong.succ_list:type_name -> skiprange.overlay.NodeRef
 	6,  // 35: skiprange.overlay.Pong.preds:type_name -> skiprange.overlay.NodeRef
 	6,  // 36: skiprange.overlay.Pong.succs:type_name -> skiprange.overlay.NodeRef
-	6,  // 37: skiprange.overlay.Envelope.from:type_name -> skiprange.overlay.NodeRef
-	4,  // 38: skiprange.overlay.Envelope.cause:type_name -> skiprange.overlay.Cause
-	11, // 39: skiprange.overlay.Envelope.lookup:type_name -> skiprange.overlay.Lookup
-	12, // 40: skiprange.overlay.Envelope.lookup_reply:type_name -> skiprange.overlay.LookupReply
-	13, // 41: skiprange.overlay.Envelope.range_query:type_name -> skiprange.overlay.RangeQuery
-	14, // 42: skiprange.overlay.Envelope.range_reply:type_name -> skiprange.overlay.RangeReply
-	15, // 43: skiprange.overlay.Envelope.batch_put:type_name -> skiprange.overlay.BatchPut
-	16, // 44: skiprange.overlay.Envelope.batch_put_reply:type_name -> skiprange.overlay.BatchPutReply
-	17, // 45: skiprange.overlay.Envelope.join_request:type_name -> skiprange.overlay.JoinRequest
-	18, // 46: skiprange.overlay.Envelope.join_refused:type_name -> skiprange.overlay.JoinRefused
-	19, // 47: skiprange.overlay.Envelope.handoff:type_name -> skiprange.overlay.Handoff
-	20, // 48: skiprange.overlay.Envelope.handoff_ack:type_name -> skiprange.overlay.HandoffAck
-	21, // 49: skiprange.overlay.Envelope.handoff_commit:type_name -> skiprange.overlay.HandoffCommit
-	24, // 50: skiprange.overlay.Envelope.handoff_abort:type_name -> skiprange.overlay.HandoffAbort
-	23, // 51: skiprange.overlay.Envelope.handoff_commit_ack:type_name -> skiprange.overlay.HandoffCommitAck
-	25, // 52: skiprange.overlay.Envelope.neighbor_update:type_name -> skiprange.overlay.NeighborUpdate
-	26, // 53: skiprange.overlay.Envelope.level_scan:type_name -> skiprange.overlay.LevelScan
-	27, // 54: skiprange.overlay.Envelope.level_found:type_name -> skiprange.overlay.LevelFound
-	28, // 55: skiprange.overlay.Envelope.ping:type_name -> skiprange.overlay.Ping
-	29, // 56: skiprange.overlay.Envelope.pong:type_name -> skiprange.overlay.Pong
-	31, // 57: skiprange.overlay.Envelope.balance:type_name -> skiprange.overlay.Balance
-	32, // 58: skiprange.overlay.Balance.lock:type_name -> skiprange.overlay.LockRequest
-	33, // 59: skiprange.overlay.Balance.lock_refused:type_name -> skiprange.overlay.LockRefused
-	34, // 60: skiprange.overlay.Balance.release:type_name -> skiprange.overlay.Release
-	35, // 61: skiprange.overlay.Balance.nix_turn:type_name -> skiprange.overlay.NixTurn
-	36, // 62: skiprange.overlay.Balance.remote_lock:type_name -> skiprange.overlay.RemoteLock
-	37, // 63: skiprange.overlay.Balance.remote_reply:type_name -> skiprange.overlay.RemoteReply
-	38, // 64: skiprange.overlay.Balance.mig_order:type_name -> skiprange.overlay.MigOrder
-	39, // 65: skiprange.overlay.Balance.mig_done:type_name -> skiprange.overlay.MigDone
-	40, // 66: skiprange.overlay.Balance.wave_done:type_name -> skiprange.overlay.WaveDone
-	41, // 67: skiprange.overlay.Balance.probe:type_name -> skiprange.overlay.Probe
-	42, // 68: skiprange.overlay.Balance.probe_reply:type_name -> skiprange.overlay.ProbeReply
-	43, // 69: skiprange.overlay.Balance.ib_offer:type_name -> skiprange.overlay.IBOffer
-	44, // 70: skiprange.overlay.Balance.ib_nix:type_name -> skiprange.overlay.IBNix
-	3,  // 71: skiprange.overlay.LockRequest.dir:type_name -> skiprange.overlay.Side
-	6,  // 72: skiprange.overlay.LockRequest.chain:type_name -> skiprange.overlay.NodeRef
-	3,  // 73: skiprange.overlay.Release.dir:type_name -> skiprange.overlay.Side
-	3,  // 74: skiprange.overlay.NixTurn.dir:type_name -> skiprange.overlay.Side
-	6,  // 75: skiprange.overlay.NixTurn.chain:type_name -> skiprange.overlay.NodeRef
-	6,  // 76: skiprange.overlay.RemoteLock.end:type_name -> skiprange.overlay.NodeRef
-	6,  // 77: skiprange.overlay.RemoteLock.migrants:type_name -> skiprange.overlay.NodeRef
-	6,  // 78: skiprange.overlay.RemoteLock.m:type_name -> skiprange.overlay.NodeRef
-	6,  // 79: skiprange.overlay.RemoteReply.m:type_name -> skiprange.overlay.NodeRef
-	6,  // 80: skiprange.overlay.RemoteReply.migrants:type_name -> skiprange.overlay.NodeRef
-	6,  // 81: skiprange.overlay.MigOrder.target:type_name -> skiprange.overlay.NodeRef
-	3,  // 82: skiprange.overlay.WaveDone.dir:type_name -> skiprange.overlay.Side
-	6,  // 83: skiprange.overlay.ProbeReply.next:type_name -> skiprange.overlay.NodeRef
-	6,  // 84: skiprange.overlay.IBOffer.heavy:type_name -> skiprange.overlay.NodeRef
-	5,  // 85: skiprange.overlay.IBOffer.step:type_name -> skiprange.overlay.IBStep
-	6,  // 86: skiprange.overlay.LevelLinks.pred:type_name -> skiprange.overlay.NodeRef
-	6,  // 87: skiprange.overlay.LevelLinks.succ:type_name -> skiprange.overlay.NodeRef
-	6,  // 88: skiprange.overlay.NodeSnapshot.self:type_name -> skiprange.overlay.NodeRef
-	45, // 89: skiprange.overlay.NodeSnapshot.levels:type_name -> skiprange.overlay.LevelLinks
-	6,  // 90: skiprange.overlay.NodeSnapshot.successors:type_name -> skiprange.overlay.NodeRef
-	10, // 91: skiprange.overlay.NodeSnapshot.lost:type_name -> skiprange.overlay.KeyRange
-	92, // [92:92] is the sub-list for method output_type
-	92, // [92:92] is the sub-list for method input_type
-	92, // [92:92] is the sub-list for extension type_name
-	92, // [92:92] is the sub-list for extension extendee
-	0,  // [0:92] is the sub-list for field type_name
+	30, // 37: skiprange.overlay.Pong.beyond:type_name -> skiprange.overlay.LinkTable
+	6,  // 38: skiprange.overlay.LinkTable.node:type_name -> skiprange.overlay.NodeRef
+	6,  // 39: skiprange.overlay.LinkTable.preds:type_name -> skiprange.overlay.NodeRef
+	6,  // 40: skiprange.overlay.LinkTable.succs:type_name -> skiprange.overlay.NodeRef
+	6,  // 41: skiprange.overlay.Envelope.from:type_name -> skiprange.overlay.NodeRef
+	4,  // 42: skiprange.overlay.Envelope.cause:type_name -> skiprange.overlay.Cause
+	11, // 43: skiprange.overlay.Envelope.lookup:type_name -> skiprange.overlay.Lookup
+	12, // 44: skiprange.overlay.Envelope.lookup_reply:type_name -> skiprange.overlay.LookupReply
+	13, // 45: skiprange.overlay.Envelope.range_query:type_name -> skiprange.overlay.RangeQuery
+	14, // 46: skiprange.overlay.Envelope.range_reply:type_name -> skiprange.overlay.RangeReply
+	15, // 47: skiprange.overlay.Envelope.batch_put:type_name -> skiprange.overlay.BatchPut
+	16, // 48: skiprange.overlay.Envelope.batch_put_reply:type_name -> skiprange.overlay.BatchPutReply
+	17, // 49: skiprange.overlay.Envelope.join_request:type_name -> skiprange.overlay.JoinRequest
+	18, // 50: skiprange.overlay.Envelope.join_refused:type_name -> skiprange.overlay.JoinRefused
+	19, // 51: skiprange.overlay.Envelope.handoff:type_name -> skiprange.overlay.Handoff
+	20, // 52: skiprange.overlay.Envelope.handoff_ack:type_name -> skiprange.overlay.HandoffAck
+	21, // 53: skiprange.overlay.Envelope.handoff_commit:type_name -> skiprange.overlay.HandoffCommit
+	24, // 54: skiprange.overlay.Envelope.handoff_abort:type_name -> skiprange.overlay.HandoffAbort
+	23, // 55: skiprange.overlay.Envelope.handoff_commit_ack:type_name -> skiprange.overlay.HandoffCommitAck
+	25, // 56: skiprange.overlay.Envelope.neighbor_update:type_name -> skiprange.overlay.NeighborUpdate
+	26, // 57: skiprange.overlay.Envelope.level_scan:type_name -> skiprange.overlay.LevelScan
+	27, // 58: skiprange.overlay.Envelope.level_found:type_name -> skiprange.overlay.LevelFound
+	28, // 59: skiprange.overlay.Envelope.ping:type_name -> skiprange.overlay.Ping
+	29, // 60: skiprange.overlay.Envelope.pong:type_name -> skiprange.overlay.Pong
+	32, // 61: skiprange.overlay.Envelope.balance:type_name -> skiprange.overlay.Balance
+	33, // 62: skiprange.overlay.Balance.lock:type_name -> skiprange.overlay.LockRequest
+	34, // 63: skiprange.overlay.Balance.lock_refused:type_name -> skiprange.overlay.LockRefused
+	35, // 64: skiprange.overlay.Balance.release:type_name -> skiprange.overlay.Release
+	36, // 65: skiprange.overlay.Balance.nix_turn:type_name -> skiprange.overlay.NixTurn
+	37, // 66: skiprange.overlay.Balance.remote_lock:type_name -> skiprange.overlay.RemoteLock
+	38, // 67: skiprange.overlay.Balance.remote_reply:type_name -> skiprange.overlay.RemoteReply
+	39, // 68: skiprange.overlay.Balance.mig_order:type_name -> skiprange.overlay.MigOrder
+	40, // 69: skiprange.overlay.Balance.mig_done:type_name -> skiprange.overlay.MigDone
+	41, // 70: skiprange.overlay.Balance.wave_done:type_name -> skiprange.overlay.WaveDone
+	42, // 71: skiprange.overlay.Balance.probe:type_name -> skiprange.overlay.Probe
+	43, // 72: skiprange.overlay.Balance.probe_reply:type_name -> skiprange.overlay.ProbeReply
+	44, // 73: skiprange.overlay.Balance.ib_offer:type_name -> skiprange.overlay.IBOffer
+	45, // 74: skiprange.overlay.Balance.ib_nix:type_name -> skiprange.overlay.IBNix
+	3,  // 75: skiprange.overlay.LockRequest.dir:type_name -> skiprange.overlay.Side
+	6,  // 76: skiprange.overlay.LockRequest.chain:type_name -> skiprange.overlay.NodeRef
+	3,  // 77: skiprange.overlay.Release.dir:type_name -> skiprange.overlay.Side
+	3,  // 78: skiprange.overlay.NixTurn.dir:type_name -> skiprange.overlay.Side
+	6,  // 79: skiprange.overlay.NixTurn.chain:type_name -> skiprange.overlay.NodeRef
+	6,  // 80: skiprange.overlay.RemoteLock.end:type_name -> skiprange.overlay.NodeRef
+	6,  // 81: skiprange.overlay.RemoteLock.migrants:type_name -> skiprange.overlay.NodeRef
+	6,  // 82: skiprange.overlay.RemoteLock.m:type_name -> skiprange.overlay.NodeRef
+	6,  // 83: skiprange.overlay.RemoteReply.m:type_name -> skiprange.overlay.NodeRef
+	6,  // 84: skiprange.overlay.RemoteReply.migrants:type_name -> skiprange.overlay.NodeRef
+	6,  // 85: skiprange.overlay.MigOrder.target:type_name -> skiprange.overlay.NodeRef
+	3,  // 86: skiprange.overlay.WaveDone.dir:type_name -> skiprange.overlay.Side
+	6,  // 87: skiprange.overlay.ProbeReply.next:type_name -> skiprange.overlay.NodeRef
+	6,  // 88: skiprange.overlay.IBOffer.heavy:type_name -> skiprange.overlay.NodeRef
+	5,  // 89: skiprange.overlay.IBOffer.step:type_name -> skiprange.overlay.IBStep
+	6,  // 90: skiprange.overlay.LevelLinks.pred:type_name -> skiprange.overlay.NodeRef
+	6,  // 91: skiprange.overlay.LevelLinks.succ:type_name -> skiprange.overlay.NodeRef
+	6,  // 92: skiprange.overlay.NodeSnapshot.self:type_name -> skiprange.overlay.NodeRef
+	46, // 93: skiprange.overlay.NodeSnapshot.levels:type_name -> skiprange.overlay.LevelLinks
+	6,  // 94: skiprange.overlay.NodeSnapshot.successors:type_name -> skiprange.overlay.NodeRef
+	10, // 95: skiprange.overlay.NodeSnapshot.lost:type_name -> skiprange.overlay.KeyRange
+	96, // [96:96] is the sub-list for method output_type
+	96, // [96:96] is the sub-list for method input_type
+	96, // [96:96] is the sub-list for extension type_name
+	96, // [96:96] is the sub-list for extension extendee
+	0,  // [0:96] is the sub-list for field type_name
 }
 
 func init() { file_overlay_pb_overlay_proto_init() }
@@ -4253,7 +4335,7 @@ func file_overlay_pb_overlay_proto_init() {
 	if File_overlay_pb_overlay_proto != nil {
 		return
 	}
-	file_overlay_pb_overlay_proto_msgTypes[24].OneofWrappers = []any{
+	file_overlay_pb_overlay_proto_msgTypes[25].OneofWrappers = []any{
 		(*Envelope_Lookup)(nil),
 		(*Envelope_LookupReply)(nil),
 		(*Envelope_RangeQuery)(nil),
@@ -4274,7 +4356,7 @@ func file_overlay_pb_overlay_proto_init() {
 		(*Envelope_Pong)(nil),
 		(*Envelope_Balance)(nil),
 	}
-	file_overlay_pb_overlay_proto_msgTypes[25].OneofWrappers = []any{
+	file_overlay_pb_overlay_proto_msgTypes[26].OneofWrappers = []any{
 		(*Balance_Lock)(nil),
 		(*Balance_LockRefused)(nil),
 		(*Balance_Release)(nil),
@@ -4295,7 +4377,7 @@ func file_overlay_pb_overlay_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_overlay_pb_overlay_proto_rawDesc), len(file_overlay_pb_overlay_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   41,
+			NumMessages:   42,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
