@@ -57,8 +57,9 @@ type maintainState struct {
 	// succTables are the links on every level of the level-0 successors, in successor-list order:
 	// the successor's own, from its last pong that carried them, then its copies of those beyond
 	// it. If the successor dies, this node relinks its neighbours on its behalf; if several
-	// consecutive nodes die, it is the live node before them that relinks around each.
-	succTables []linkTable
+	// consecutive nodes die, it is the live node before them that relinks around each. They are
+	// kept as received and passed on in pongs as they are: decoded only when one is used.
+	succTables []*pb.LinkTable
 	// fallen are the tables of the nodes this node declared dead lately: relinkAround looks
 	// through them to the live nodes beyond a run of dead ones.
 	fallen []linkTable
@@ -138,7 +139,7 @@ func (n *Node) onTick() {
 	// The successor's tables of links are asked for every tableEvery ticks, and whenever the
 	// successor is new: they only serve relinking on behalf of dead successors.
 	due := n.maintain.ticks%tableEvery == 0
-	n.ping(lk.succ, 0, due || len(n.maintain.succTables) == 0 || n.maintain.succTables[0].node.ID != lk.succ.ID)
+	n.ping(lk.succ, 0, due || len(n.maintain.succTables) == 0 || overlay.NodeID(n.maintain.succTables[0].Node.Id) != lk.succ.ID)
 	if lk.pred.ID != lk.succ.ID {
 		n.ping(lk.pred, 0, false)
 	}
@@ -220,9 +221,7 @@ func (n *Node) onPing(from overlay.Peer, p *pb.Ping) {
 			pong.Preds = append(pong.Preds, lk.pred.ToPB())
 			pong.Succs = append(pong.Succs, lk.succ.ToPB())
 		}
-		for _, t := range n.maintain.succTables[:min(len(n.maintain.succTables), n.cfg.SuccessorListLen-1)] {
-			pong.Beyond = append(pong.Beyond, &pb.LinkTable{Node: t.node.ToPB(), Preds: peersToPB(t.preds), Succs: peersToPB(t.succs)})
-		}
+		pong.Beyond = n.maintain.succTables[:min(len(n.maintain.succTables), n.cfg.SuccessorListLen-1)]
 	}
 	n.forward(from.ID, &pb.Envelope{Body: &pb.Envelope_Pong{Pong: pong}})
 }
@@ -266,12 +265,12 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 		return
 	}
 	if len(p.Preds) > 0 && len(p.Preds) == len(p.Succs) && from.ID == n.levels[0].succ.ID {
-		tables := []linkTable{{node: from, preds: peersFromPB(p.Preds), succs: peersFromPB(p.Succs)}}
+		tables := []*pb.LinkTable{{Node: from.ToPB(), Preds: p.Preds, Succs: p.Succs}}
 		for _, t := range p.Beyond {
 			if len(tables) == n.cfg.SuccessorListLen || len(t.Preds) != len(t.Succs) {
 				break
 			}
-			tables = append(tables, linkTable{node: overlay.PeerFromPB(t.Node), preds: peersFromPB(t.Preds), succs: peersFromPB(t.Succs)})
+			tables = append(tables, t)
 		}
 		n.maintain.succTables = tables
 	}
@@ -673,13 +672,13 @@ const formerCalls = 20
 func (n *Node) relinkAround(dead overlay.Peer) {
 	m := &n.maintain
 	i := 0
-	for i < len(m.succTables) && m.succTables[i].node.ID != dead.ID {
+	for i < len(m.succTables) && overlay.NodeID(m.succTables[i].Node.Id) != dead.ID {
 		i++
 	}
 	if i == len(m.succTables) {
 		return
 	}
-	t := m.succTables[i]
+	t := linkTable{node: overlay.PeerFromPB(m.succTables[i].Node), preds: peersFromPB(m.succTables[i].Preds), succs: peersFromPB(m.succTables[i].Succs)}
 	m.succTables = m.succTables[i+1:]
 	for l := 1; l < len(t.preds); l++ {
 		p, passedP := n.pastFallen(t.preds[l], l, pb.Side_SIDE_PRED)
