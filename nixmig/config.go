@@ -60,6 +60,13 @@ type Config struct {
 	// share A of the excess moves in one NIX. TTL: most nodes a local wave reserves.
 	Thres, OverThres, A float64
 	TTL                 int
+	// Headroom is the share of Thres the nodes of a wave try to keep free: a node that would
+	// end the NIX chain above Keep = (1−Headroom)·Thres passes the excess on if the wave can
+	// go on, and every NIX moves a node down to Keep. A wave still ends at a node that stays at
+	// or under Thres, and only a node above Thres starts one or calls migrants. Without it (0,
+	// the thesis's rule) the NIX chain fills nodes to just under thres, where the noise of the
+	// measured load keeps pushing some of them over again.
+	Headroom float64
 	// Window and Slots: the load tracker's sliding window and its resolution.
 	Window time.Duration
 	Slots  int
@@ -78,6 +85,10 @@ type Config struct {
 	MaxProbes int
 	// Placement: SmartRNP's side choice.
 	Placement Placement
+	// FaithfulMoved: the local wave plans with each node's bare excess as in the thesis (SPEC
+	// §6.1), instead of the load of the whole keys the node will hand on, which can exceed it by
+	// up to one key's load.
+	FaithfulMoved bool
 	// FaithfulExNodes: exNodes = ⌊tmpL/thres − 1⌋ as in the thesis, instead of ⌈tmpL/thres⌉ − 1.
 	// FaithfulMigShare: each migrant takes tmpL_E/rNodes instead of tmpL_E/(rNodes+1).
 	FaithfulExNodes  bool
@@ -98,6 +109,7 @@ func DefaultConfig() Config {
 		OverThres:         400,
 		A:                 0.5,
 		TTL:               5,
+		Headroom:          0.05,
 		Window:            700 * time.Second,
 		Slots:             14,
 		CheckInterval:     time.Second,
@@ -114,6 +126,17 @@ func DefaultConfig() Config {
 	}
 }
 
+// Faithful returns c with the thesis's literal rules wherever ours differ: no headroom, waves
+// planned with bare excesses, its exNodes and migrant-share formulas.
+func (c Config) Faithful() Config {
+	c.Headroom = 0
+	c.FaithfulMoved, c.FaithfulExNodes, c.FaithfulMigShare = true, true, true
+	return c
+}
+
+// Keep is the load the nodes of a wave try to stay under: Thres less the headroom.
+func (c Config) Keep() float64 { return c.Thres * (1 - c.Headroom) }
+
 // Validate reports the first unusable parameter.
 func (c Config) Validate() error {
 	switch {
@@ -125,6 +148,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("overThres (%v) must exceed thres (%v)", c.OverThres, c.Thres)
 	case !(c.A > 0 && c.A <= 1):
 		return fmt.Errorf("a must lie in (0, 1], got %v", c.A)
+	case !(c.Headroom >= 0 && c.Headroom < 1):
+		return fmt.Errorf("headroom must lie in [0, 1), got %v", c.Headroom)
 	case c.TTL < 1:
 		return fmt.Errorf("ttl must be at least 1, got %d", c.TTL)
 	case c.Window <= 0 || c.Slots < 1 || c.Window/time.Duration(c.Slots) <= 0:

@@ -211,7 +211,7 @@ func (b *Balancer) onNixTurn(wave uint64, t *pb.NixTurn) {
 		b.unlock(wave)
 		b.send(chain[i+1].ID, wave, &pb.NixTurn{Dir: t.Dir, Chain: t.Chain, Index: t.Index + 1})
 	}
-	want := moved(b.load.Load(b.env.Now()), b.cfg.Thres, b.cfg.OverThres, b.cfg.A)
+	want := moved(b.load.Load(b.env.Now()), b.cfg.Keep(), b.cfg.OverThres, b.cfg.A)
 	if want <= 0 {
 		pass()
 		return

@@ -51,7 +51,7 @@ func Validate(m *pb.Balance) error {
 		if len(r.Chain) == 0 {
 			return errors.New("lock request without chain")
 		}
-		return errors.Join(side(r.Dir), refs(r.Chain), finite(r.TmpLoad, r.Thres, r.OverThres))
+		return errors.Join(side(r.Dir), refs(r.Chain), finite(r.TmpLoad, r.Moved))
 	case *pb.Balance_NixTurn:
 		t := op.NixTurn
 		if len(t.Chain) == 0 || int(t.Index) >= len(t.Chain) {

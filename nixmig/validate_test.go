@@ -15,22 +15,23 @@ func TestValidateRejectsBadMessages(t *testing.T) {
 		long[i] = ref("x")
 	}
 	bad := map[string]*pb.Balance{
-		"nil":               nil,
-		"no op":             {Wave: 1},
-		"no wave":           {Op: &pb.Balance_Probe{Probe: &pb.Probe{}}},
-		"lock no chain":     {Wave: 1, Op: &pb.Balance_Lock{Lock: &pb.LockRequest{Dir: pb.Side_SIDE_SUCC}}},
-		"lock no side":      {Wave: 1, Op: &pb.Balance_Lock{Lock: &pb.LockRequest{Chain: []*pb.NodeRef{ref("a")}}}},
-		"lock NaN load":     {Wave: 1, Op: &pb.Balance_Lock{Lock: &pb.LockRequest{Dir: pb.Side_SIDE_PRED, Chain: []*pb.NodeRef{ref("a")}, TmpLoad: math.NaN()}}},
-		"lock long chain":   {Wave: 1, Op: &pb.Balance_Lock{Lock: &pb.LockRequest{Dir: pb.Side_SIDE_PRED, Chain: long}}},
-		"lock empty ref":    {Wave: 1, Op: &pb.Balance_Lock{Lock: &pb.LockRequest{Dir: pb.Side_SIDE_PRED, Chain: []*pb.NodeRef{{}}}}},
-		"turn out of chain": {Wave: 1, Op: &pb.Balance_NixTurn{NixTurn: &pb.NixTurn{Dir: pb.Side_SIDE_SUCC, Chain: []*pb.NodeRef{ref("a")}, Index: 1}}},
-		"remote no end":     {Wave: 1, Op: &pb.Balance_RemoteLock{RemoteLock: &pb.RemoteLock{Want: 1}}},
-		"remote huge want":  {Wave: 1, Op: &pb.Balance_RemoteLock{RemoteLock: &pb.RemoteLock{End: ref("e"), Want: maxChain + 1}}},
-		"mig no target":     {Wave: 1, Op: &pb.Balance_MigOrder{MigOrder: &pb.MigOrder{Split: []byte("k")}}},
-		"probe negative":    {Wave: 1, Op: &pb.Balance_Probe{Probe: &pb.Probe{Load: -1}}},
-		"reply inf":         {Wave: 1, Op: &pb.Balance_ProbeReply{ProbeReply: &pb.ProbeReply{Load: math.Inf(1)}}},
-		"offer no step":     {Wave: 1, Op: &pb.Balance_IbOffer{IbOffer: &pb.IBOffer{Heavy: ref("h")}}},
-		"offer no heavy":    {Wave: 1, Op: &pb.Balance_IbOffer{IbOffer: &pb.IBOffer{Step: pb.IBStep_IB_LIGHT}}},
+		"nil":                nil,
+		"no op":              {Wave: 1},
+		"no wave":            {Op: &pb.Balance_Probe{Probe: &pb.Probe{}}},
+		"lock no chain":      {Wave: 1, Op: &pb.Balance_Lock{Lock: &pb.LockRequest{Dir: pb.Side_SIDE_SUCC}}},
+		"lock no side":       {Wave: 1, Op: &pb.Balance_Lock{Lock: &pb.LockRequest{Chain: []*pb.NodeRef{ref("a")}}}},
+		"lock NaN load":      {Wave: 1, Op: &pb.Balance_Lock{Lock: &pb.LockRequest{Dir: pb.Side_SIDE_PRED, Chain: []*pb.NodeRef{ref("a")}, TmpLoad: math.NaN()}}},
+		"lock negative move": {Wave: 1, Op: &pb.Balance_Lock{Lock: &pb.LockRequest{Dir: pb.Side_SIDE_PRED, Chain: []*pb.NodeRef{ref("a")}, Moved: -1}}},
+		"lock long chain":    {Wave: 1, Op: &pb.Balance_Lock{Lock: &pb.LockRequest{Dir: pb.Side_SIDE_PRED, Chain: long}}},
+		"lock empty ref":     {Wave: 1, Op: &pb.Balance_Lock{Lock: &pb.LockRequest{Dir: pb.Side_SIDE_PRED, Chain: []*pb.NodeRef{{}}}}},
+		"turn out of chain":  {Wave: 1, Op: &pb.Balance_NixTurn{NixTurn: &pb.NixTurn{Dir: pb.Side_SIDE_SUCC, Chain: []*pb.NodeRef{ref("a")}, Index: 1}}},
+		"remote no end":      {Wave: 1, Op: &pb.Balance_RemoteLock{RemoteLock: &pb.RemoteLock{Want: 1}}},
+		"remote huge want":   {Wave: 1, Op: &pb.Balance_RemoteLock{RemoteLock: &pb.RemoteLock{End: ref("e"), Want: maxChain + 1}}},
+		"mig no target":      {Wave: 1, Op: &pb.Balance_MigOrder{MigOrder: &pb.MigOrder{Split: []byte("k")}}},
+		"probe negative":     {Wave: 1, Op: &pb.Balance_Probe{Probe: &pb.Probe{Load: -1}}},
+		"reply inf":          {Wave: 1, Op: &pb.Balance_ProbeReply{ProbeReply: &pb.ProbeReply{Load: math.Inf(1)}}},
+		"offer no step":      {Wave: 1, Op: &pb.Balance_IbOffer{IbOffer: &pb.IBOffer{Heavy: ref("h")}}},
+		"offer no heavy":     {Wave: 1, Op: &pb.Balance_IbOffer{IbOffer: &pb.IBOffer{Step: pb.IBStep_IB_LIGHT}}},
 	}
 	for name, m := range bad {
 		if err := Validate(m); err == nil {
@@ -38,7 +39,7 @@ func TestValidateRejectsBadMessages(t *testing.T) {
 		}
 	}
 	good := []*pb.Balance{
-		{Wave: 1, Op: &pb.Balance_Lock{Lock: &pb.LockRequest{Dir: pb.Side_SIDE_SUCC, Chain: []*pb.NodeRef{ref("a")}, TmpLoad: 90, Thres: 60, OverThres: 400}}},
+		{Wave: 1, Op: &pb.Balance_Lock{Lock: &pb.LockRequest{Dir: pb.Side_SIDE_SUCC, Chain: []*pb.NodeRef{ref("a")}, TmpLoad: 90, Moved: 30}}},
 		{Wave: 1, Op: &pb.Balance_NixTurn{NixTurn: &pb.NixTurn{Dir: pb.Side_SIDE_PRED, Chain: []*pb.NodeRef{ref("a"), ref("b")}, Index: 1}}},
 		{Wave: 1, Op: &pb.Balance_RemoteLock{RemoteLock: &pb.RemoteLock{End: ref("e"), Want: 3, M: ref("m")}}},
 		{Wave: 1, Op: &pb.Balance_IbOffer{IbOffer: &pb.IBOffer{Heavy: ref("h"), Step: pb.IBStep_IB_PLACE}}},

@@ -110,7 +110,7 @@ func (b *Balancer) startWave(dir pb.Side, l float64) {
 		b.waveFailed(wave, dir)
 		return
 	}
-	b.send(next.ID, wave, &pb.LockRequest{Dir: dir, Chain: []*pb.NodeRef{self.ToPB()}, TmpLoad: l, Thres: b.cfg.Thres, OverThres: b.cfg.OverThres})
+	b.send(next.ID, wave, &pb.LockRequest{Dir: dir, Chain: []*pb.NodeRef{self.ToPB()}, TmpLoad: l, Moved: b.pieceLoad(dir, l)})
 }
 
 // waveFailed ends a wave that reserved nothing (or whose outcome was a failure) at the
@@ -139,15 +139,37 @@ func (b *Balancer) onWaveDone(wave uint64, d *pb.WaveDone) {
 	b.backoff[dir] = backoffState{}
 }
 
-// moved is what a NIX from a node with load l moves on (SPEC §6.1).
-func moved(l, thres, overThres, a float64) float64 {
+// moved is what a NIX from a node with load l moves on (SPEC §6.1), keep being the load the node
+// keeps (its thres, less the headroom).
+func moved(l, keep, overThres, a float64) float64 {
 	switch {
 	case l > overThres:
-		return a * (l - thres)
-	case l > thres:
-		return l - thres
+		return a * (l - keep)
+	case l > keep:
+		return l - keep
 	}
 	return 0
+}
+
+// pieceLoad is the load of the piece this node will hand on towards dir in the NIX phase when its
+// load is then tmpL: the whole keys cut from that end (SPEC §4 step 1), so that the next node of
+// the wave plans with what it will really get, not with the bare excess, which one key's load
+// can exceed. The keys arriving from the other side meanwhile do not change that end; if the
+// node's own keys cannot carry it, the bare excess stands.
+func (b *Balancer) pieceLoad(dir pb.Side, tmpL float64) float64 {
+	want := moved(tmpL, b.cfg.Keep(), b.cfg.OverThres, b.cfg.A)
+	if want <= 0 || b.cfg.FaithfulMoved {
+		return want
+	}
+	keys := b.ownKeys()
+	if len(keys) < 2 {
+		return want
+	}
+	_, got, n, ok := b.cutPiece(keys, dir == pb.Side_SIDE_SUCC, want)
+	if !ok || n >= len(keys) {
+		return want
+	}
+	return got
 }
 
 // exNodes is how many extra nodes a load l needs besides this one.
@@ -171,15 +193,15 @@ func (b *Balancer) onLockRequest(from overlay.Peer, wave uint64, r *pb.LockReque
 	}
 	self := b.sg.Self()
 	l := b.load.Load(now)
-	tmpL := l + moved(r.TmpLoad, r.Thres, r.OverThres, b.cfg.A)
+	tmpL := l + r.Moved
 	ex := b.exNodes(tmpL)
 	chain := append(peersFromPB(r.Chain), self)
 	b.lockFor(wave, roleChain, b.cfg.Lease)
 	b.lock.dir, b.lock.chain, b.lock.tmpL, b.lock.exNodes = r.Dir, chain, tmpL, ex
 	reserved := len(chain) - 1
 	next := b.neighbour(r.Dir)
-	if tmpL > b.cfg.Thres && reserved < b.cfg.TTL && ex <= b.cfg.TTL && !next.IsZero() && next.ID != self.ID && next.ID != chain[0].ID {
-		b.send(next.ID, wave, &pb.LockRequest{Dir: r.Dir, Chain: peersToPB(chain), TmpLoad: tmpL, Thres: b.cfg.Thres, OverThres: b.cfg.OverThres})
+	if tmpL > b.cfg.Keep() && reserved < b.cfg.TTL && ex <= b.cfg.TTL && !next.IsZero() && next.ID != self.ID && next.ID != chain[0].ID {
+		b.send(next.ID, wave, &pb.LockRequest{Dir: r.Dir, Chain: peersToPB(chain), TmpLoad: tmpL, Moved: b.pieceLoad(r.Dir, tmpL)})
 		return
 	}
 	b.beginEnd(wave, r.Dir, chain, tmpL, ex)

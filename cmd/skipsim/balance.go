@@ -56,6 +56,7 @@ type balanceFlags struct {
 	words, out                       string
 	window, sample, crashAfter       time.Duration
 	thres, overThres, a, loss, crash float64
+	headroom                         float64
 	ttl                              int
 	faithful, asJSON                 bool
 }
@@ -68,7 +69,7 @@ func defaultBalanceFlags() balanceFlags {
 		seed: 1, algorithm: "nixmig", work: "pulse", unl: "smart", rnp: "smart",
 		width: 0.10, theta: 2, percent: 10, buckets: workload.DefaultBuckets,
 		rangeKeys: workload.DefaultRangeKeys, prefix: 5, sample: sampleEvery, crashAfter: 20 * time.Second,
-		thres: c.Thres, overThres: c.OverThres, a: c.A, ttl: c.TTL,
+		thres: c.Thres, overThres: c.OverThres, a: c.A, ttl: c.TTL, headroom: c.Headroom,
 	}
 }
 
@@ -92,7 +93,8 @@ func (f *balanceFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.ttl, "ttl", f.ttl, "most nodes one local wave reserves")
 	fs.StringVar(&f.unl, "unl", f.unl, "underloaded-node location: smart (SmartUNL hint cache, then probes) or random (probes only)")
 	fs.StringVar(&f.rnp, "rnp", f.rnp, "side a migrant joins: smart (SmartRNP), random or adversarial")
-	fs.BoolVar(&f.faithful, "faithful", false, "use the thesis's literal exNodes and migrant-share formulas")
+	fs.Float64Var(&f.headroom, "headroom", f.headroom, "share of thres the nodes of a wave try to keep free, in [0,1) (0: the thesis's rule)")
+	fs.BoolVar(&f.faithful, "faithful", false, "the thesis's literal rules: no headroom, waves planned with bare excesses, its exNodes and migrant-share formulas")
 	fs.Float64Var(&f.loss, "loss", 0, "`probability` that a message is lost, in [0,1)")
 	fs.Float64Var(&f.crash, "crash", 0, "`fraction` of the nodes that crash at once, in [0,1)")
 	durationVar(fs, &f.crashAfter, "crash-after", "the crash comes this `time` after the warm-up")
@@ -174,7 +176,10 @@ func (f *balanceFlags) params() (sim.BalanceParams, error) {
 	b := &p.Net.Node.Balance
 	b.Algorithm, b.SmartUNL, b.Placement = alg, smartUNL, place
 	b.Thres, b.OverThres, b.A, b.TTL = f.thres, f.overThres, f.a, f.ttl
-	b.FaithfulExNodes, b.FaithfulMigShare = f.faithful, f.faithful
+	b.Headroom = f.headroom
+	if f.faithful {
+		*b = b.Faithful()
+	}
 	if f.window > 0 {
 		b.Window = f.window
 	}
@@ -194,7 +199,7 @@ func (f *balanceFlags) validate() error {
 		interval string
 	}{
 		{"width", f.width, "(0,1]"}, {"percent", f.percent, "(0,100]"}, {"a", f.a, "(0,1]"},
-		{"loss", f.loss, "[0,1)"}, {"crash", f.crash, "[0,1)"},
+		{"loss", f.loss, "[0,1)"}, {"crash", f.crash, "[0,1)"}, {"headroom", f.headroom, "[0,1)"},
 	} {
 		if err := checkIn(c.name, c.v, c.interval); err != nil {
 			return err

@@ -78,6 +78,7 @@ func TestBalanceBadFlags(t *testing.T) {
 		{"theta negative", []string{"--theta", "-1"}, []string{"--theta", "got -1"}},
 		{"theta NaN", []string{"--theta", "NaN"}, []string{"--theta", "NaN"}},
 		{"a zero", []string{"--a", "0"}, []string{"--a", "(0,1]"}},
+		{"headroom one", []string{"--headroom", "1"}, []string{"--headroom", "[0,1)"}},
 		{"loss one", []string{"--loss", "1"}, []string{"--loss", "[0,1)", "got 1"}},
 		{"loss NaN", []string{"--loss", "NaN"}, []string{"--loss", "NaN"}},
 		{"crash one", []string{"--crash", "1"}, []string{"--crash", "[0,1)"}},

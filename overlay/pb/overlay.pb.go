@@ -2909,14 +2909,15 @@ func (*Balance_IbOffer) isBalance_Op() {}
 func (*Balance_IbNix) isBalance_Op() {}
 
 // LockRequest reserves the next node of a local wave (SPEC §6.1). chain lists the nodes reserved
-// so far, initiator first; tmp_load, thres and over_thres are the sender's.
+// so far, initiator first; tmp_load is the sender's load once the wave's NIX chain has reached it;
+// moved is the load it will then hand to the receiver (worked out by the sender, whose thres,
+// overThres and headroom decide it).
 type LockRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Dir           Side                   `protobuf:"varint,1,opt,name=dir,proto3,enum=skiprange.overlay.Side" json:"dir,omitempty"`
 	Chain         []*NodeRef             `protobuf:"bytes,2,rep,name=chain,proto3" json:"chain,omitempty"`
 	TmpLoad       float64                `protobuf:"fixed64,3,opt,name=tmp_load,json=tmpLoad,proto3" json:"tmp_load,omitempty"`
-	Thres         float64                `protobuf:"fixed64,4,opt,name=thres,proto3" json:"thres,omitempty"`
-	OverThres     float64                `protobuf:"fixed64,5,opt,name=over_thres,json=overThres,proto3" json:"over_thres,omitempty"`
+	Moved         float64                `protobuf:"fixed64,6,opt,name=moved,proto3" json:"moved,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2972,16 +2973,9 @@ func (x *LockRequest) GetTmpLoad() float64 {
 	return 0
 }
 
-func (x *LockRequest) GetThres() float64 {
+func (x *LockRequest) GetMoved() float64 {
 	if x != nil {
-		return x.Thres
-	}
-	return 0
-}
-
-func (x *LockRequest) GetOverThres() float64 {
-	if x != nil {
-		return x.OverThres
+		return x.Moved
 	}
 	return 0
 }
@@ -4050,14 +4044,12 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"probeReply\x127\n" +
 	"\bib_offer\x18\x15 \x01(\v2\x1a.skiprange.overlay.IBOfferH\x00R\aibOffer\x121\n" +
 	"\x06ib_nix\x18\x16 \x01(\v2\x18.skiprange.overlay.IBNixH\x00R\x05ibNixB\x04\n" +
-	"\x02op\"\xba\x01\n" +
+	"\x02op\"\xa7\x01\n" +
 	"\vLockRequest\x12)\n" +
 	"\x03dir\x18\x01 \x01(\x0e2\x17.skiprange.overlay.SideR\x03dir\x120\n" +
 	"\x05chain\x18\x02 \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05chain\x12\x19\n" +
 	"\btmp_load\x18\x03 \x01(\x01R\atmpLoad\x12\x14\n" +
-	"\x05thres\x18\x04 \x01(\x01R\x05thres\x12\x1d\n" +
-	"\n" +
-	"over_thres\x18\x05 \x01(\x01R\toverThres\"%\n" +
+	"\x05moved\x18\x06 \x01(\x01R\x05movedJ\x04\b\x04\x10\x05J\x04\b\x05\x10\x06\"%\n" +
 	"\vLockRefused\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\"b\n" +
 	"\aRelease\x12\x16\n" +
