@@ -92,7 +92,7 @@ func TestWaveKeepsHeadroom(t *testing.T) {
 		rate[k] = 5
 	}
 	rate[13], rate[14] = 2, 2
-	rate[26], rate[27] = 5, 5 // n00002
+	rate[26], rate[27] = 5, 5  // n00002
 	for k := 87; k < 97; k++ { // n00003: keys 97 and 98 at 2, 99 cold
 		rate[k] = 5
 	}
@@ -123,7 +123,7 @@ func TestWavePlansWithWholeKeys(t *testing.T) {
 		rate[k] = 5
 	}
 	rate[13], rate[14], rate[15] = 1, 1, 1
-	rate[26], rate[27] = 5, 5 // n00002: 10
+	rate[26], rate[27] = 5, 5   // n00002: 10
 	for k := 87; k < 100; k++ { // n00003: ten keys of 5, then three of 1 next to n00000
 		rate[k] = 5
 	}
