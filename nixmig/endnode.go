@@ -255,12 +255,11 @@ func (b *Balancer) ownKeys() []overlay.Key {
 // ends with keys smaller than its first ones (comparing split with the last key once made every
 // NIX to the predecessor from such a range hand over all but one key).
 func (b *Balancer) nixSplit(up bool, want float64) (overlay.Key, bool) {
-	keys := b.ownKeys()
+	keys, split, _, found := b.shortestPiece(up, want)
 	if len(keys) < 2 {
 		return "", false
 	}
-	split, _, n, ok := b.cutPiece(keys, up, want)
-	if !ok || n >= len(keys) {
+	if !found {
 		split = keys[len(keys)-1] // [start, last key) to the predecessor
 		if up {
 			split = keys[1] // [second key, end) to the successor
@@ -270,6 +269,18 @@ func (b *Balancer) nixSplit(up bool, want float64) (overlay.Key, bool) {
 		return "", false
 	}
 	return split, true
+}
+
+// shortestPiece cuts the node's own keys (returned too) for a NIX carrying want towards the
+// successor (up) or the predecessor: the split key and load of the shortest piece from that end
+// whose load reaches want; found is false when no such piece leaves a key behind.
+func (b *Balancer) shortestPiece(up bool, want float64) (keys []overlay.Key, split overlay.Key, load float64, found bool) {
+	keys = b.ownKeys()
+	if len(keys) < 2 {
+		return keys, "", 0, false
+	}
+	split, load, n, ok := b.cutPiece(keys, up, want)
+	return keys, split, load, ok && n < len(keys)
 }
 
 // cutPiece finds the shortest piece carrying want from the upper end (up) or the lower end of

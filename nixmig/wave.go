@@ -161,15 +161,10 @@ func (b *Balancer) pieceLoad(dir pb.Side, tmpL float64) float64 {
 	if want <= 0 || b.cfg.FaithfulMoved {
 		return want
 	}
-	keys := b.ownKeys()
-	if len(keys) < 2 {
-		return want
+	if _, _, got, found := b.shortestPiece(dir == pb.Side_SIDE_SUCC, want); found {
+		return got
 	}
-	_, got, n, ok := b.cutPiece(keys, dir == pb.Side_SIDE_SUCC, want)
-	if !ok || n >= len(keys) {
-		return want
-	}
-	return got
+	return want
 }
 
 // exNodes is how many extra nodes a load l needs besides this one.
