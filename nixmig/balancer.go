@@ -330,21 +330,3 @@ func (b *Balancer) Handle(from overlay.Peer, m *pb.Balance) {
 		b.onIBNix(from, m.Wave, op.IbNix)
 	}
 }
-
-// --- helpers ---
-
-func peersFromPB(refs []*pb.NodeRef) []overlay.Peer {
-	out := make([]overlay.Peer, len(refs))
-	for i, r := range refs {
-		out[i] = overlay.PeerFromPB(r)
-	}
-	return out
-}
-
-func peersToPB(peers []overlay.Peer) []*pb.NodeRef {
-	out := make([]*pb.NodeRef, len(peers))
-	for i, p := range peers {
-		out[i] = p.ToPB()
-	}
-	return out
-}

@@ -171,7 +171,7 @@ func (b *Balancer) onRemoteReply(wave uint64, r *pb.RemoteReply) {
 	}
 	b.Stats.RemoteAccepted++
 	e.m = overlay.PeerFromPB(r.M)
-	e.migrants = peersFromPB(r.Migrants)
+	e.migrants = overlay.PeersFromPB(r.Migrants)
 	if len(e.migrants) == 0 {
 		b.send(e.m.ID, wave, &pb.Release{Reason: "no migrants"})
 	}
@@ -185,11 +185,11 @@ func (b *Balancer) startNIX(e *endState) {
 		e.migrants = []overlay.Peer{}
 	}
 	b.renew(e.wave, b.cfg.Lease)
-	b.send(e.chain[0].ID, e.wave, &pb.NixTurn{Dir: e.dir, Chain: peersToPB(e.chain), Index: 0})
+	b.send(e.chain[0].ID, e.wave, &pb.NixTurn{Dir: e.dir, Chain: overlay.PeersToPB(e.chain), Index: 0})
 }
 
 func (b *Balancer) onNixTurn(wave uint64, t *pb.NixTurn) {
-	chain := peersFromPB(t.Chain)
+	chain := overlay.PeersFromPB(t.Chain)
 	i := int(t.Index)
 	if i >= len(chain) {
 		return

@@ -190,13 +190,13 @@ func (b *Balancer) onLockRequest(from overlay.Peer, wave uint64, r *pb.LockReque
 	l := b.load.Load(now)
 	tmpL := l + r.Moved
 	ex := b.exNodes(tmpL)
-	chain := append(peersFromPB(r.Chain), self)
+	chain := append(overlay.PeersFromPB(r.Chain), self)
 	b.lockFor(wave, roleChain, b.cfg.Lease)
 	b.lock.dir, b.lock.chain, b.lock.tmpL, b.lock.exNodes = r.Dir, chain, tmpL, ex
 	reserved := len(chain) - 1
 	next := b.neighbour(r.Dir)
 	if tmpL > b.cfg.Keep() && reserved < b.cfg.TTL && ex <= b.cfg.TTL && !next.IsZero() && next.ID != self.ID && next.ID != chain[0].ID {
-		b.send(next.ID, wave, &pb.LockRequest{Dir: r.Dir, Chain: peersToPB(chain), TmpLoad: tmpL, Moved: b.pieceLoad(r.Dir, tmpL)})
+		b.send(next.ID, wave, &pb.LockRequest{Dir: r.Dir, Chain: overlay.PeersToPB(chain), TmpLoad: tmpL, Moved: b.pieceLoad(r.Dir, tmpL)})
 		return
 	}
 	b.beginEnd(wave, r.Dir, chain, tmpL, ex)

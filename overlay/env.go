@@ -119,6 +119,24 @@ func (p Peer) ToPB() *pb.NodeRef {
 	return &pb.NodeRef{Id: []byte(p.ID), Start: []byte(p.Start), Version: p.Version, Mvec: uint64(p.MVec), Incarnation: p.Incarnation, Addrs: p.Addrs}
 }
 
+// PeersFromPB converts wire descriptors to peers (nil entries to zero peers).
+func PeersFromPB(refs []*pb.NodeRef) []Peer {
+	out := make([]Peer, len(refs))
+	for i, r := range refs {
+		out[i] = PeerFromPB(r)
+	}
+	return out
+}
+
+// PeersToPB converts peers to their (shared, not to be modified) wire descriptors.
+func PeersToPB(peers []Peer) []*pb.NodeRef {
+	out := make([]*pb.NodeRef, len(peers))
+	for i, p := range peers {
+		out[i] = p.ToPB()
+	}
+	return out
+}
+
 // ItemsToPB converts items to wire form (keys and values are shared, not copied).
 func ItemsToPB(items []Item) []*pb.Item {
 	out := make([]*pb.Item, len(items))

@@ -288,7 +288,7 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 	if n.levels[0].succ.ID != from.ID {
 		return
 	}
-	n.succList = n.trimSuccList(append([]overlay.Peer{from}, peersFromPB(p.SuccList)...))
+	n.succList = n.trimSuccList(append([]overlay.Peer{from}, overlay.PeersFromPB(p.SuccList)...))
 	// Our successor must see us as its predecessor; tell it otherwise. (It keeps a closer one.)
 	theirPred := overlay.PeerFromPB(p.Pred)
 	if theirPred.ID == n.self.ID {
@@ -381,22 +381,6 @@ func (n *Node) updateNeighbor(to overlay.NodeID, l int, side pb.Side, node overl
 	n.send(to, &pb.Envelope{Body: &pb.Envelope_NeighborUpdate{NeighborUpdate: &pb.NeighborUpdate{
 		Level: uint32(l), Side: side, Node: node.ToPB(), Expect: []byte(expect),
 	}}}, cause)
-}
-
-func peersToPB(peers []overlay.Peer) []*pb.NodeRef {
-	out := make([]*pb.NodeRef, len(peers))
-	for i, p := range peers {
-		out[i] = p.ToPB()
-	}
-	return out
-}
-
-func peersFromPB(refs []*pb.NodeRef) []overlay.Peer {
-	out := make([]overlay.Peer, len(refs))
-	for i, r := range refs {
-		out[i] = overlay.PeerFromPB(r)
-	}
-	return out
 }
 
 func (n *Node) onPingTimeout(seq uint64) {
@@ -678,7 +662,7 @@ func (n *Node) relinkAround(dead overlay.Peer) {
 	if i == len(m.succTables) {
 		return
 	}
-	t := linkTable{node: overlay.PeerFromPB(m.succTables[i].Node), preds: peersFromPB(m.succTables[i].Preds), succs: peersFromPB(m.succTables[i].Succs)}
+	t := linkTable{node: overlay.PeerFromPB(m.succTables[i].Node), preds: overlay.PeersFromPB(m.succTables[i].Preds), succs: overlay.PeersFromPB(m.succTables[i].Succs)}
 	m.succTables = m.succTables[i+1:]
 	for l := 1; l < len(t.preds); l++ {
 		p, passedP := n.pastFallen(t.preds[l], l, pb.Side_SIDE_PRED)
