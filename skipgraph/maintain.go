@@ -129,6 +129,9 @@ func (n *Node) onTick() {
 	}
 	n.env.SetTimer(n.cfg.ProbeInterval, overlay.Timer{Kind: timerTick})
 	n.checkWait() // before lastTick moves: a late tick is how a paused node notices
+	if !n.Owns() {
+		return // the wait ran out and the node is joining again: it has no links to probe
+	}
 	n.maintain.ticks++
 	n.maintain.lastTick = n.env.Now()
 	lk := n.levels[0]
