@@ -43,3 +43,60 @@ func Between(a, x, b Key) bool {
 func StrictlyBetween(a, x, b Key) bool {
 	return x != b && Between(a, x, b)
 }
+
+// Clockwise orders keys by how far clockwise they lie from an origin: first the keys after the
+// origin, then, past the seam, the keys before it, and the origin itself last (a full turn). For
+// a ≠ b, x lies in (a, b] exactly when its position from a is at most b's; for a == b every key
+// does. Routing compares every start it knows against one key per hop: a Clockwise decides most
+// comparisons on the keys' first 8 bytes, read once, instead of comparing byte strings three
+// times per candidate as Between does.
+type Clockwise struct{ origin Position }
+
+// Position is a key's place in a Clockwise order.
+type Position struct {
+	turn   uint8 // 0 after the origin, 1 past the seam, 2 the origin itself
+	prefix uint64
+	key    Key
+}
+
+// ClockwiseFrom returns the clockwise order from origin.
+func ClockwiseFrom(origin Key) Clockwise {
+	return Clockwise{origin: Position{prefix: KeyUint64(origin), key: origin}}
+}
+
+// Of returns k's position.
+func (c Clockwise) Of(k Key) Position {
+	p := Position{prefix: KeyUint64(k), key: k}
+	switch compareKeys(p, c.origin) {
+	case 1:
+		p.turn = 0
+	case -1:
+		p.turn = 1
+	default:
+		p.turn = 2
+	}
+	return p
+}
+
+// Before reports whether p comes strictly before q.
+func (p Position) Before(q Position) bool {
+	if p.turn != q.turn {
+		return p.turn < q.turn
+	}
+	return compareKeys(p, q) < 0
+}
+
+// compareKeys compares the keys of p and q as byte strings, on their prefixes when they differ.
+func compareKeys(p, q Position) int {
+	switch {
+	case p.prefix < q.prefix:
+		return -1
+	case p.prefix > q.prefix:
+		return 1
+	case p.key < q.key:
+		return -1
+	case p.key > q.key:
+		return 1
+	}
+	return 0
+}

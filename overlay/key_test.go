@@ -363,3 +363,30 @@ func TestKeyUint64Monotone(t *testing.T) {
 		}
 	})
 }
+
+// TestClockwiseAgreesWithBetween checks the clockwise order against Between for every triple of
+// keys of length 0..2 (which share 8-byte prefixes, so the byte comparison behind the prefixes is
+// exercised too) and for random longer keys: x lies in (a, b] exactly when b is not before x.
+func TestClockwiseAgreesWithBetween(t *testing.T) {
+	check := func(a, x, b Key) {
+		cw := ClockwiseFrom(a)
+		if got, want := !cw.Of(b).Before(cw.Of(x)), Between(a, x, b); got != want {
+			t.Fatalf("clockwise from %q: %q not after %q = %v, Between says %v", a, x, b, got, want)
+		}
+	}
+	u := allKeys(2)
+	for _, a := range u {
+		for _, b := range u {
+			for _, x := range u {
+				check(a, x, b)
+			}
+		}
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		long := rapid.Custom(func(t *rapid.T) Key {
+			b := rapid.SliceOfN(rapid.SampledFrom([]byte{0x00, 0x01, 0x7f, 0xff}), 6, 11).Draw(t, "bytes")
+			return Key(b)
+		})
+		check(long.Draw(t, "a"), long.Draw(t, "x"), long.Draw(t, "b"))
+	})
+}

@@ -84,23 +84,35 @@ func (n *Node) nextHop(r *pb.Route) (hop, overlay.NodeID) {
 
 // closestPreceding returns the known node whose start lies in (self.Start, k] closest to k.
 func (n *Node) closestPreceding(k overlay.Key) overlay.Peer {
-	var best overlay.Peer
-	consider := func(p overlay.Peer) {
-		if p.IsZero() || (p.MVec == n.self.MVec && p.ID == n.self.ID) || !overlay.Between(n.self.Start, p.Start, k) {
+	cw := overlay.ClockwiseFrom(n.self.Start)
+	target := cw.Of(k)
+	var best *overlay.Peer
+	var bestAt overlay.Position
+	consider := func(p *overlay.Peer) {
+		if p.IsZero() || (p.MVec == n.self.MVec && p.ID == n.self.ID) {
 			return
 		}
-		if best.IsZero() || overlay.Between(best.Start, p.Start, k) {
-			best = p
+		at := cw.Of(p.Start)
+		if target.Before(at) {
+			return // not in (self.Start, k]
+		}
+		// A best that starts at k itself gives way to any later candidate (Between(k, x, k) is
+		// the whole circle); kept so that routes are the same as they always were.
+		if best == nil || bestAt.Before(at) || best.Start == k {
+			best, bestAt = p, at
 		}
 	}
 	for i := len(n.levels) - 1; i >= 0; i-- {
-		consider(n.levels[i].succ)
-		consider(n.levels[i].pred)
+		consider(&n.levels[i].succ)
+		consider(&n.levels[i].pred)
 	}
-	for _, p := range n.succList {
-		consider(p)
+	for i := range n.succList {
+		consider(&n.succList[i])
 	}
-	return best
+	if best == nil {
+		return overlay.Peer{}
+	}
+	return *best
 }
 
 // route applies a routing decision for a message m carrying route r: forward it, hold it, or
