@@ -71,6 +71,9 @@ type maintainState struct {
 	passEnded  time.Time
 	// passRetried: the scan of level pass was sent a second time after its answer was late.
 	passRetried bool
+	// predPinged is when the level-0 predecessor predPingedBy last pinged this node.
+	predPinged   time.Time
+	predPingedBy overlay.NodeID
 	// urgentUntil: after a failure nearby, every level is re-scanned each tick until then, and
 	// for up to urgentFor ticks more while some of those scans go unanswered (unanswered has a
 	// bit per level, cleared by the answer): a dead node on a ring below still breaks them, and
@@ -145,11 +148,15 @@ func (n *Node) onTick() {
 	// successor is new: they only serve relinking on behalf of dead successors.
 	due := n.maintain.ticks%tableEvery == 0
 	n.ping(lk.succ, 0, due || len(n.maintain.succTables) == 0 || overlay.NodeID(n.maintain.succTables[0].Node.Id) != lk.succ.ID)
-	if lk.pred.ID != lk.succ.ID {
-		n.ping(lk.pred, 0, false)
-	}
 	now := n.env.Now()
 	m := &n.maintain
+	// The predecessor is probed only when it has not probed this node as its successor within
+	// the last interval: its ping showed it alive and linked here, so a ping back would tell
+	// nothing new (and was a quarter of all messages). A waiting node always asks, as the
+	// predecessor's answer is what confirms it.
+	if lk.pred.ID != lk.succ.ID && (n.unconfirmed() || m.predPingedBy != lk.pred.ID || now.Sub(m.predPinged) > n.cfg.ProbeInterval) {
+		n.ping(lk.pred, 0, false)
+	}
 	urgent := now.Before(m.urgentUntil) ||
 		m.unanswered != 0 && now.Before(m.urgentUntil.Add(urgentFor*n.cfg.ProbeInterval))
 	if !urgent {
@@ -219,6 +226,9 @@ func (n *Node) ping(p overlay.Peer, level int, table bool) uint64 {
 func (n *Node) onPing(from overlay.Peer, p *pb.Ping) {
 	if !n.Owns() {
 		return // a node that left stays silent, so its neighbours repair around it
+	}
+	if p.Level == 0 && len(n.levels) > 0 && from.ID == n.levels[0].pred.ID {
+		n.maintain.predPinged, n.maintain.predPingedBy = n.env.Now(), from.ID
 	}
 	pong := &pb.Pong{Seq: p.Seq, Level: p.Level}
 	if l := int(p.Level); l < len(n.levels) {
@@ -340,7 +350,7 @@ func (n *Node) readmit(x overlay.Peer) {
 		// x gets everything up to this node's successor as it is now; its own view of that
 		// successor may be older (a restored snapshot), with a lower start, which would leave
 		// the keys in between to nobody. Tell it.
-		n.updateNeighbor(x.ID, 0, pb.Side_SIDE_SUCC, old, old.ID, pb.Cause_CAUSE_REPAIR)
+		n.failureUpdate(x.ID, 0, pb.Side_SIDE_SUCC, old, old.ID)
 	}
 	n.levels[0].succ = x
 	n.succList = n.trimSuccList(append([]overlay.Peer{x}, n.succList...))
@@ -395,6 +405,16 @@ func (n *Node) updateNeighbor(to overlay.NodeID, l int, side pb.Side, node overl
 	n.send(to, &pb.Envelope{Body: &pb.Envelope_NeighborUpdate{NeighborUpdate: &pb.NeighborUpdate{
 		Level: uint32(l), Side: side, Node: node.ToPB(), Expect: []byte(expect),
 	}}}, cause)
+}
+
+// failureUpdate is a neighbour update made because a node failed or was wrongly taken for failed:
+// it makes the receiver urgent (see pb.NeighborUpdate.after_failure). Routine updates, such as
+// the links a scan's answer completes, do not: urgency spread by them from node to node was most
+// of the re-scans during a mass join.
+func (n *Node) failureUpdate(to overlay.NodeID, l int, side pb.Side, node overlay.Peer, expect overlay.NodeID) {
+	n.send(to, &pb.Envelope{Body: &pb.Envelope_NeighborUpdate{NeighborUpdate: &pb.NeighborUpdate{
+		Level: uint32(l), Side: side, Node: node.ToPB(), Expect: []byte(expect), AfterFailure: true,
+	}}}, pb.Cause_CAUSE_REPAIR)
 }
 
 func (n *Node) onPingTimeout(seq uint64) {
@@ -540,7 +560,7 @@ func (n *Node) linksFailed(id overlay.NodeID, keep uint64) {
 		n.env.Report(overlay.Event{Kind: overlay.EventRangeLost, Peer: id, Range: lost, Items: items,
 			Detail: "successor failed; its range was taken over without its items"})
 		if s := n.levels[0].succ; s.ID != n.self.ID {
-			n.updateNeighbor(s.ID, 0, pb.Side_SIDE_PRED, n.self, id, pb.Cause_CAUSE_REPAIR)
+			n.failureUpdate(s.ID, 0, pb.Side_SIDE_PRED, n.self, id)
 			n.ping(s, 0, true)
 		}
 		n.relinkAround(dead)
@@ -737,7 +757,7 @@ func (n *Node) fallenTable(p overlay.Peer) (linkTable, bool) {
 // relink tells node to (or, when it is this node, makes it) take nb as its neighbour on side at
 // level l in place of dead.
 func (n *Node) relink(to overlay.NodeID, l int, side pb.Side, nb overlay.Peer, dead overlay.NodeID) {
-	u := &pb.NeighborUpdate{Level: uint32(l), Side: side, Node: nb.ToPB(), Expect: []byte(dead)}
+	u := &pb.NeighborUpdate{Level: uint32(l), Side: side, Node: nb.ToPB(), Expect: []byte(dead), AfterFailure: true}
 	if to == n.self.ID {
 		n.onNeighborUpdate(n.self, u)
 		return
@@ -812,6 +832,17 @@ func (n *Node) onLevelScan(s *pb.LevelScan) {
 	}
 	*cur = origin
 	n.replyFound(origin, l, s.Side, other)
+	// The origin now lies between this node and its former neighbour: tell that one too. The
+	// origin does so itself only when it had no neighbour on that side yet; when joins race, it
+	// has one, and the former neighbour kept linking past it until its own next pass. (At 10,000
+	// nodes this made every level exact 234 units after the build instead of 396.)
+	if !other.IsZero() && other.ID != n.self.ID {
+		if s.Side == pb.Side_SIDE_SUCC && overlay.StrictlyBetween(other.Start, origin.Start, n.self.Start) {
+			n.updateNeighbor(other.ID, l, pb.Side_SIDE_SUCC, origin, n.self.ID, n.handling)
+		} else if s.Side == pb.Side_SIDE_PRED && overlay.StrictlyBetween(n.self.Start, origin.Start, other.Start) {
+			n.updateNeighbor(other.ID, l, pb.Side_SIDE_PRED, origin, n.self.ID, n.handling)
+		}
+	}
 }
 
 // scanNext is the next node of a scan for origin's level-l neighbour on side: the neighbour on the
@@ -907,7 +938,7 @@ func (n *Node) onNeighborUpdate(from overlay.Peer, u *pb.NeighborUpdate) {
 	if !n.Owns() {
 		return
 	}
-	if n.handling == pb.Cause_CAUSE_REPAIR {
+	if u.AfterFailure {
 		n.urgent(urgentFor)
 	}
 	l := int(u.Level)

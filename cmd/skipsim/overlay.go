@@ -172,7 +172,7 @@ func printOverlay(w io.Writer, s *sim.OverlaySummary) {
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "\nwall time: build %.1f s, load %.1f s, lookups and scans %.1f s, total %.1f s\n", s.WallBuild, s.WallLoad, s.WallQueries, s.WallSeconds)
+	fmt.Fprintf(w, "\nwall time: build %.1f s, load %.1f s, lookups %.1f s, scans %.1f s, total %.1f s\n", s.WallBuild, s.WallLoad, s.WallLookups, s.WallScans, s.WallSeconds)
 	fmt.Fprintf(w, "simulator: %.0f units simulated, %d events, %d messages delivered in %.1f s wall (%.0f messages/s), peak heap %.0f MB\n",
 		s.SimTime, s.Events, s.Delivered, s.WallSeconds, s.MessagesPerSec, s.PeakHeapMB)
 }

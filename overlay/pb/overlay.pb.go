@@ -1802,13 +1802,16 @@ func (x *HandoffAbort) GetReason() string {
 
 // NeighborUpdate asks the receiver to set its neighbour on side at level to node. It applies when
 // the current neighbour is expect, is unknown, or when node lies strictly between the receiver and
-// the current neighbour on that side (stabilization).
+// the current neighbour on that side (stabilization). after_failure marks an update made because a
+// node failed (a relink around it, a take-over) or was wrongly taken for failed: other links of the
+// receiver may point at the failed node too, so it re-scans its levels at once for a while.
 type NeighborUpdate struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Level         uint32                 `protobuf:"varint,1,opt,name=level,proto3" json:"level,omitempty"`
 	Side          Side                   `protobuf:"varint,2,opt,name=side,proto3,enum=skiprange.overlay.Side" json:"side,omitempty"`
 	Node          *NodeRef               `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
 	Expect        []byte                 `protobuf:"bytes,4,opt,name=expect,proto3" json:"expect,omitempty"`
+	AfterFailure  bool                   `protobuf:"varint,5,opt,name=after_failure,json=afterFailure,proto3" json:"after_failure,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1869,6 +1872,13 @@ func (x *NeighborUpdate) GetExpect() []byte {
 		return x.Expect
 	}
 	return nil
+}
+
+func (x *NeighborUpdate) GetAfterFailure() bool {
+	if x != nil {
+		return x.AfterFailure
+	}
+	return false
 }
 
 // LevelScan walks the level-1 ring below level in direction (pred side = counter-clockwise) from
@@ -3959,12 +3969,13 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\axfer_id\x18\x01 \x01(\x04R\x06xferId\"?\n" +
 	"\fHandoffAbort\x12\x17\n" +
 	"\axfer_id\x18\x01 \x01(\x04R\x06xferId\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x9b\x01\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xc0\x01\n" +
 	"\x0eNeighborUpdate\x12\x14\n" +
 	"\x05level\x18\x01 \x01(\rR\x05level\x12+\n" +
 	"\x04side\x18\x02 \x01(\x0e2\x17.skiprange.overlay.SideR\x04side\x12.\n" +
 	"\x04node\x18\x03 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04node\x12\x16\n" +
-	"\x06expect\x18\x04 \x01(\fR\x06expect\"\xac\x01\n" +
+	"\x06expect\x18\x04 \x01(\fR\x06expect\x12#\n" +
+	"\rafter_failure\x18\x05 \x01(\bR\fafterFailure\"\xac\x01\n" +
 	"\tLevelScan\x122\n" +
 	"\x06origin\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x06origin\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\rR\x05level\x12+\n" +

@@ -94,10 +94,11 @@ type OverlaySummary struct {
 	// SettleTime is how long after the end of the build every invariant held (the load and the
 	// queries run meanwhile).
 	SettleTime float64 `json:"settle_time"`
-	// Wall-clock seconds of the build, the load and the queries.
+	// Wall-clock seconds of the build, the load, the lookups and the scans.
 	WallBuild        float64  `json:"wall_build"`
 	WallLoad         float64  `json:"wall_load"`
-	WallQueries      float64  `json:"wall_queries"`
+	WallLookups      float64  `json:"wall_lookups"`
+	WallScans        float64  `json:"wall_scans"`
 	Joins            int      `json:"joins"`
 	MessagesPerJoin  float64  `json:"messages_per_join"`
 	JoinConstant     float64  `json:"join_messages_per_log2n"`
@@ -246,9 +247,10 @@ func RunOverlay(p OverlayParams, progress Progress) (*OverlaySummary, error) {
 	// Lookups and scans from random nodes, checked against the reference. The higher levels may
 	// still be mending links after the racing joins: answers must be right all the same.
 	sum.Lookups = h.lookups(p, p.Lookups, func(int) overlay.Key { return overlay.Uint64Key(nw.rng.Uint64N(space)) }, progress, "lookups")
+	sum.WallLookups = time.Since(wall).Seconds() - sum.WallBuild - sum.WallLoad
 	sum.Scans = h.scans(p, progress)
 	sampleHeap()
-	sum.WallQueries = time.Since(wall).Seconds() - sum.WallBuild - sum.WallLoad
+	sum.WallScans = time.Since(wall).Seconds() - sum.WallBuild - sum.WallLoad - sum.WallLookups
 
 	// Wait until every invariant holds: the time after the build that the levels take to become
 	// exactly right.

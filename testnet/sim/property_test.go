@@ -250,7 +250,7 @@ func TestDeterministicReplay(t *testing.T) {
 			t.Fatal(err)
 		}
 		sum.WallSeconds, sum.MessagesPerSec, sum.PeakHeapMB = 0, 0, 0
-		sum.WallBuild, sum.WallLoad, sum.WallQueries = 0, 0, 0
+		sum.WallBuild, sum.WallLoad, sum.WallLookups, sum.WallScans = 0, 0, 0, 0
 		return fmt.Sprintf("%+v", *sum)
 	}
 	a, b := run(11), run(11)

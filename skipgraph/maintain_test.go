@@ -1,0 +1,222 @@
+package skipgraph
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/skiprange/skiprange/overlay"
+	"github.com/skiprange/skiprange/overlay/pb"
+)
+
+// settledRing builds n nodes by joins, lets maintenance settle every level, and returns the
+// network and its nodes in level-0 order.
+func settledRing(t *testing.T, n int) (*testNet, []*Node) {
+	t.Helper()
+	nw := newTestNet(t, DefaultConfig())
+	nw.bootstrap("n00")
+	for i := 1; i < n; i++ {
+		nw.join(overlay.NodeID([]byte{'n', byte('0' + i/10), byte('0' + i%10)}), "n00", k(i*1000))
+	}
+	nw.advance(3 * time.Minute)
+	nw.checkLevels()
+	var ring []*Node
+	for cur := nw.live()[0]; len(ring) < len(nw.live()); {
+		ring = append(ring, cur)
+		_, s := cur.Neighbors(0)
+		cur = nw.nodes[s.ID]
+	}
+	return nw, ring
+}
+
+// TestScanPassesNodeStillClimbing checks that a level scan walking through a node not yet linked
+// on the ring the scan walks (a node that joined a moment ago and is still climbing) goes on below
+// instead of being dropped, and ends at the right node: for every node x in turn cut down to level
+// 0, every other node scans every level, and the answer must name the first node clockwise that
+// shares that level's bits with the scanning node.
+func TestScanPassesNodeStillClimbing(t *testing.T) {
+	nw, ring := settledRing(t, 24)
+	through := 0 // scans whose walk had to pass the climbing node
+	for _, x := range ring {
+		saved := slices.Clone(x.levels)
+		for oi, o := range ring {
+			if o == x {
+				continue
+			}
+			for l := 1; l < o.Height(); l++ {
+				var want *Node
+				passes := false
+				for j := 1; j < len(ring) && want == nil; j++ {
+					y := ring[(oi+j)%len(ring)]
+					if overlay.SameRing(o.Self().MVec, y.Self().MVec, l) {
+						want = y
+					} else if y == x && l >= 2 && overlay.SameRing(o.Self().MVec, x.Self().MVec, l-1) {
+						passes = true
+					}
+				}
+				if want == nil {
+					continue // alone on level l: answered by the node itself
+				}
+				if passes {
+					through++
+				}
+				x.levels = slices.Clone(saved[:1])
+				sent := map[overlay.NodeID]int{}
+				for id, e := range nw.envs {
+					sent[id] = len(e.outbox)
+				}
+				o.sendScan(l, pb.Cause_CAUSE_MAINTAIN)
+				nw.run()
+				var got overlay.NodeID
+				for id, e := range nw.envs {
+					for _, s := range e.outbox[sent[id]:] {
+						if f := s.m.GetLevelFound(); f != nil && s.to == o.ID() && int(f.Level) == l {
+							got = overlay.NodeID(f.Node.Id)
+						}
+					}
+				}
+				if got != want.ID() {
+					t.Fatalf("with %s climbing, %s's scan of level %d found %q, want %s", x.ID(), o.ID(), l, got, want.ID())
+				}
+			}
+		}
+		x.levels = saved
+	}
+	if through == 0 {
+		t.Fatal("no scan had to pass a climbing node: the test checks nothing")
+	}
+	t.Logf("%d scans passed a node still climbing", through)
+}
+
+// TestLateScanSentAgainBeforeUrgency checks what a node does when the scan of its refresh pass
+// goes unanswered: the first time it sends the same scan again, and only when that one goes
+// unanswered too does it take a dead node for the cause and re-scan every level each tick.
+func TestLateScanSentAgainBeforeUrgency(t *testing.T) {
+	nw := fourNodes(t)
+	a := nw.nodes["a"]
+	lost := 0
+	nw.drop = func(s sentMsg) bool {
+		if sc := s.m.GetLevelScan(); sc != nil && s.from == "a" && overlay.NodeID(sc.Origin.Id) == "a" && lost < 2 {
+			lost++
+			return true
+		}
+		return false
+	}
+	urgent := func() bool { return nw.clock.now.Before(a.maintain.urgentUntil) }
+	// The next pass starts within one refresh interval; its first scan is lost.
+	for i := 0; lost == 0 && i < 100; i++ {
+		nw.advance(time.Second)
+	}
+	if lost != 1 || a.maintain.pass != 1 {
+		t.Fatalf("no pass started: %d scans lost, pass at level %d", lost, a.maintain.pass)
+	}
+	for i := 0; lost == 1 && i < 20; i++ {
+		nw.advance(time.Second)
+		if urgent() {
+			t.Fatal("urgent after one unanswered scan")
+		}
+	}
+	if lost != 2 || a.maintain.pass != 1 {
+		t.Fatalf("the late scan was not sent again: %d scans lost, pass at level %d", lost, a.maintain.pass)
+	}
+	for i := 0; !urgent() && i < 20; i++ {
+		nw.advance(time.Second)
+	}
+	if !urgent() {
+		t.Fatal("not urgent after the scan went unanswered twice")
+	}
+	nw.drop = nil
+	nw.advance(2 * time.Minute)
+	nw.checkLevels()
+}
+
+// TestPredecessorPingedOnlyWhenSilent checks that a node probes its level-0 predecessor only when
+// that predecessor has not probed it lately: while b pings its successor c every interval, c never
+// pings b; once b's pings stop arriving, c pings b again (and so would find it dead).
+func TestPredecessorPingedOnlyWhenSilent(t *testing.T) {
+	nw := fourNodes(t)
+	pings := func(from, to overlay.NodeID) int {
+		count := 0
+		for _, s := range nw.envs[from].outbox {
+			if p := s.m.GetPing(); p != nil && s.to == to && p.Level == 0 {
+				count++
+			}
+		}
+		return count
+	}
+	before, succPings := pings("c", "b"), pings("b", "c")
+	nw.advance(time.Minute)
+	if got := pings("b", "c") - succPings; got < 10 {
+		t.Fatalf("b pinged its successor c %d times in a minute", got)
+	}
+	if got := pings("c", "b") - before; got != 0 {
+		t.Fatalf("c pinged its predecessor b %d times although b pinged it every interval", got)
+	}
+	nw.drop = func(s sentMsg) bool { return s.from == "b" && s.to == "c" && s.m.GetPing() != nil }
+	before = pings("c", "b")
+	nw.advance(3 * nw.cfg.ProbeInterval)
+	if got := pings("c", "b") - before; got < 1 {
+		t.Fatal("c did not ping its predecessor b once b's pings stopped arriving")
+	}
+	nw.drop = nil
+	nw.advance(time.Minute)
+	nw.checkRing()
+}
+
+// TestScanAnswerRelinksOldNeighbour checks that a node a scan reaches tells its former neighbour
+// about the scanning node that now lies between them: with b missing from its level-l neighbours'
+// links (its join there raced another) while b's own links are right, one scan by b makes the
+// ring whole again, without waiting for the neighbours' own refresh passes.
+func TestScanAnswerRelinksOldNeighbour(t *testing.T) {
+	nw, ring := settledRing(t, 24)
+	tried := 0
+	for _, b := range ring {
+		for l := 1; l < b.Height(); l++ {
+			a, c := b.levels[l].pred, b.levels[l].succ
+			if a.ID == c.ID || a.ID == b.ID() {
+				continue // fewer than three nodes on the ring
+			}
+			tried++
+			na, nc := nw.nodes[a.ID], nw.nodes[c.ID]
+			na.levels[l].succ, nc.levels[l].pred = c, a
+			b.sendScan(l, pb.Cause_CAUSE_MAINTAIN)
+			nw.run()
+			if _, s := na.Neighbors(l); s.ID != b.ID() {
+				t.Fatalf("level %d: after %s's scan, %s's successor is %s, want %s", l, b.ID(), a.ID, s.ID, b.ID())
+			}
+			if p, _ := nc.Neighbors(l); p.ID != b.ID() {
+				t.Fatalf("level %d: after %s's scan, %s's predecessor is %s, want %s", l, b.ID(), c.ID, p.ID, b.ID())
+			}
+		}
+	}
+	if tried == 0 {
+		t.Fatal("no ring of three or more nodes above level 0")
+	}
+	nw.checkLevels()
+}
+
+// TestOnlyFailureUpdatesMakeUrgent checks that a neighbour update makes its receiver re-scan
+// every level each tick only when it is made because of a failure, whatever the cause it is
+// counted under: a link completed by a scan's answer during a repair is routine.
+func TestOnlyFailureUpdatesMakeUrgent(t *testing.T) {
+	nw := fourNodes(t)
+	a, b := nw.nodes["a"], nw.nodes["b"]
+	urgent := func() bool { return nw.clock.now.Before(a.maintain.urgentUntil) }
+	if urgent() {
+		t.Fatal("urgent before any update")
+	}
+	_, succ := a.Neighbors(0)
+	update := func(afterFailure bool) {
+		a.Handle(b.ID(), &pb.Envelope{From: b.selfRef, Cause: pb.Cause_CAUSE_REPAIR, Body: &pb.Envelope_NeighborUpdate{NeighborUpdate: &pb.NeighborUpdate{
+			Level: 0, Side: pb.Side_SIDE_SUCC, Node: succ.ToPB(), Expect: []byte(succ.ID), AfterFailure: afterFailure,
+		}}})
+	}
+	update(false)
+	if urgent() {
+		t.Fatal("a routine update sent during a repair made the receiver urgent")
+	}
+	update(true)
+	if !urgent() {
+		t.Fatal("an update after a failure did not make the receiver urgent")
+	}
+}
