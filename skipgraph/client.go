@@ -66,7 +66,8 @@ func (n *Node) Scan(start, end overlay.Key, limitKeys int, limitBytes int) uint6
 }
 
 // PutBatch starts a write of many items: it travels to the owner of the smallest key and walks
-// clockwise, each node storing its share. Bulk loads use it.
+// clockwise, each node storing its share; more than batchPiece items go as pieces at once. Bulk
+// loads use it.
 func (n *Node) PutBatch(items []overlay.Item) uint64 { return n.putBatch(items, nil) }
 
 // putBatch starts a batch write whose result goes to onDone, or to the runtime when nil.
@@ -86,6 +87,10 @@ func (n *Node) putBatch(items []overlay.Item, onDone func(overlay.Result)) uint6
 	sorted := append([]overlay.Item(nil), items...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Key < sorted[j].Key })
 	req.key = sorted[0].Key
+	if len(sorted) > batchPiece {
+		n.putPieces(req, sorted)
+		return id
+	}
 	req.issue = func() {
 		n.onBatchPut(&pb.BatchPut{
 			ReqId: id, Origin: n.selfRef, Route: &pb.Route{Key: []byte(sorted[0].Key)},
@@ -94,6 +99,33 @@ func (n *Node) putBatch(items []overlay.Item, onDone func(overlay.Result)) uint6
 	}
 	n.startRequest(req)
 	return id
+}
+
+// batchPiece is the most items a batch write sends as one message. A batch walks its owners one
+// after the other, so a large one is cut into pieces of consecutive keys that go out at once,
+// each its own request (with its own retries), and answered as one: loading 5,000,000 keys into
+// 50,000 nodes in batches of 1,000 took 59 units walking, most of it the slowest batches' walks.
+const batchPiece = 128
+
+// putPieces writes sorted (more than batchPiece items) as pieces sent at once, and completes req
+// when every piece has: stored is their sum, hops their most, and the status the first failure's.
+func (n *Node) putPieces(req *request, sorted []overlay.Item) {
+	total := overlay.Result{ReqID: req.id, Kind: req.kind, Key: req.key, Status: pb.Status_STATUS_OK}
+	left := (len(sorted) + batchPiece - 1) / batchPiece
+	for len(sorted) > 0 {
+		piece := sorted[:min(len(sorted), batchPiece)]
+		sorted = sorted[len(piece):]
+		n.putBatch(piece, func(r overlay.Result) {
+			total.Stored += r.Stored
+			total.Hops = max(total.Hops, r.Hops)
+			if r.Status != pb.Status_STATUS_OK && total.Status == pb.Status_STATUS_OK {
+				total.Status, total.Err = r.Status, r.Err
+			}
+			if left--; left == 0 {
+				n.complete(req, total)
+			}
+		})
+	}
 }
 
 func (n *Node) lookup(op pb.Op, key overlay.Key, value []byte) uint64 {

@@ -322,6 +322,41 @@ func TestScanLimit(t *testing.T) {
 	}
 }
 
+// TestLargeBatchGoesInPieces checks that a batch of more than batchPiece items is sent as pieces
+// at once, each routed to its own first owner, and answered by one result counting them all.
+func TestLargeBatchGoesInPieces(t *testing.T) {
+	nw := fourNodes(t)
+	b := nw.nodes["b"]
+	its := items(0, 4000, 10) // 400 keys over all four nodes
+	sent := len(nw.envs["b"].outbox)
+	id := b.PutBatch(its)
+	pieces := map[uint64]bool{} // request ids of the batch writes b sent before any answer
+	for _, s := range nw.envs["b"].outbox[sent:] {
+		if bp := s.m.GetBatchPut(); bp != nil && overlay.NodeID(bp.Origin.Id) == "b" {
+			pieces[bp.ReqId] = true
+		}
+	}
+	// Every piece leaves b at once (the one starting in b's own range after storing its share).
+	if want := (len(its) + batchPiece - 1) / batchPiece; len(pieces) != want {
+		t.Fatalf("%d pieces sent at once, want %d", len(pieces), want)
+	}
+	nw.run()
+	results := 0
+	for _, r := range nw.envs["b"].results {
+		if r.Kind == overlay.ResultBatchPut {
+			results++
+		}
+	}
+	if r := nw.envs["b"].result(t, id); results != 1 || r.Status != pb.Status_STATUS_OK || r.Stored != len(its) {
+		t.Fatalf("%d batch results; result %+v", results, r)
+	}
+	for _, it := range its {
+		if v, ok, _ := nw.owner(it.Key).Store().Get(it.Key); !ok || !bytes.Equal(v, it.Value) {
+			t.Fatalf("key %d missing at its owner", overlay.KeyUint64(it.Key))
+		}
+	}
+}
+
 func TestPutBatchSpansNodes(t *testing.T) {
 	nw := fourNodes(t)
 	its := items(50, 4000, 250) // 16 keys over all four nodes, given out of order
