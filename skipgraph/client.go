@@ -89,16 +89,21 @@ func (n *Node) putBatch(items []overlay.Item, onDone func(overlay.Result)) uint6
 	req.key = sorted[0].Key
 	if len(sorted) > batchPiece {
 		n.putPieces(req, sorted)
-		return id
+	} else {
+		n.sendBatch(req, sorted)
 	}
+	return id
+}
+
+// sendBatch starts req as the write of sorted, checked items.
+func (n *Node) sendBatch(req *request, sorted []overlay.Item) {
 	req.issue = func() {
 		n.onBatchPut(&pb.BatchPut{
-			ReqId: id, Origin: n.selfRef, Route: &pb.Route{Key: []byte(sorted[0].Key)},
+			ReqId: req.id, Origin: n.selfRef, Route: &pb.Route{Key: []byte(sorted[0].Key)},
 			Items: overlay.ItemsToPB(sorted),
 		})
 	}
 	n.startRequest(req)
-	return id
 }
 
 // batchPiece is the most items a batch write sends as one message. A batch walks its owners one
@@ -115,7 +120,7 @@ func (n *Node) putPieces(req *request, sorted []overlay.Item) {
 	for len(sorted) > 0 {
 		piece := sorted[:min(len(sorted), batchPiece)]
 		sorted = sorted[len(piece):]
-		n.putBatch(piece, func(r overlay.Result) {
+		done := func(r overlay.Result) {
 			total.Stored += r.Stored
 			total.Hops = max(total.Hops, r.Hops)
 			if r.Status != pb.Status_STATUS_OK && total.Status == pb.Status_STATUS_OK {
@@ -124,7 +129,9 @@ func (n *Node) putPieces(req *request, sorted []overlay.Item) {
 			if left--; left == 0 {
 				n.complete(req, total)
 			}
-		})
+		}
+		// Checked and sorted already: each piece is a request of its own, sent as it is.
+		n.sendBatch(&request{id: n.newReqID(), kind: overlay.ResultBatchPut, key: piece[0].Key, onDone: done}, piece)
 	}
 }
 
