@@ -21,6 +21,8 @@ type request struct {
 	// onDone, when set, takes the result instead of the runtime: requests the node makes for
 	// itself (re-admission's batch writes).
 	onDone func(overlay.Result)
+	// keepExisting makes a batch write store only keys its owners do not hold (claim.go).
+	keepExisting bool
 }
 
 // Get starts an exact-match read of key and returns the request id its Result will carry.
@@ -68,12 +70,13 @@ func (n *Node) Scan(start, end overlay.Key, limitKeys int, limitBytes int) uint6
 // PutBatch starts a write of many items: it travels to the owner of the smallest key and walks
 // clockwise, each node storing its share; more than batchPiece items go as pieces at once. Bulk
 // loads use it.
-func (n *Node) PutBatch(items []overlay.Item) uint64 { return n.putBatch(items, nil) }
+func (n *Node) PutBatch(items []overlay.Item) uint64 { return n.putBatch(items, false, nil) }
 
-// putBatch starts a batch write whose result goes to onDone, or to the runtime when nil.
-func (n *Node) putBatch(items []overlay.Item, onDone func(overlay.Result)) uint64 {
+// putBatch starts a batch write whose result goes to onDone, or to the runtime when nil. With
+// keepExisting, owners store only the keys they do not hold yet.
+func (n *Node) putBatch(items []overlay.Item, keepExisting bool, onDone func(overlay.Result)) uint64 {
 	id := n.newReqID()
-	req := &request{id: id, kind: overlay.ResultBatchPut, onDone: onDone}
+	req := &request{id: id, kind: overlay.ResultBatchPut, onDone: onDone, keepExisting: keepExisting}
 	if len(items) == 0 || len(items) > n.cfg.MaxItemsPerMessage {
 		n.failNow(req, pb.Status_STATUS_INVALID, fmt.Errorf("a batch holds 1 to %d items, not %d", n.cfg.MaxItemsPerMessage, len(items)))
 		return id
@@ -100,7 +103,7 @@ func (n *Node) sendBatch(req *request, sorted []overlay.Item) {
 	req.issue = func() {
 		n.onBatchPut(&pb.BatchPut{
 			ReqId: req.id, Origin: n.selfRef, Route: &pb.Route{Key: []byte(sorted[0].Key)},
-			Items: overlay.ItemsToPB(sorted),
+			Items: overlay.ItemsToPB(sorted), KeepExisting: req.keepExisting,
 		})
 	}
 	n.startRequest(req)
@@ -131,7 +134,7 @@ func (n *Node) putPieces(req *request, sorted []overlay.Item) {
 			}
 		}
 		// Checked and sorted already: each piece is a request of its own, sent as it is.
-		n.sendBatch(&request{id: n.newReqID(), kind: overlay.ResultBatchPut, key: piece[0].Key, onDone: done}, piece)
+		n.sendBatch(&request{id: n.newReqID(), kind: overlay.ResultBatchPut, key: piece[0].Key, onDone: done, keepExisting: req.keepExisting}, piece)
 	}
 }
 
@@ -363,6 +366,12 @@ func (n *Node) onBatchPut(b *pb.BatchPut) {
 	var local []overlay.Item
 	for _, it := range b.Items {
 		if mine.Contains(overlay.Key(it.Key)) {
+			if b.KeepExisting {
+				if _, found, _ := n.store.Get(overlay.Key(it.Key)); found {
+					b.Stored++ // handled: the value here stands
+					continue
+				}
+			}
 			local = append(local, overlay.Item{Key: overlay.Key(it.Key), Value: it.Value})
 		} else {
 			rest = append(rest, it)

@@ -1,7 +1,6 @@
 package skipgraph
 
 import (
-	"fmt"
 	"time"
 
 	"go.uber.org/zap"
@@ -230,7 +229,8 @@ func (n *Node) onPing(from overlay.Peer, p *pb.Ping) {
 	if p.Level == 0 && len(n.levels) > 0 && from.ID == n.levels[0].pred.ID {
 		n.maintain.predPinged, n.maintain.predPingedBy = n.env.Now(), from.ID
 	}
-	pong := &pb.Pong{Seq: p.Seq, Level: p.Level}
+	n.stampClaim()
+	pong := &pb.Pong{Seq: p.Seq, Level: p.Level, Claim: n.claim, Unconfirmed: n.unconfirmed()}
 	if l := int(p.Level); l < len(n.levels) {
 		pong.Pred, pong.Succ = n.levels[l].pred.ToPB(), n.levels[l].succ.ToPB()
 		if l == 0 {
@@ -276,7 +276,7 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 			return
 		}
 		if overlay.StrictlyBetween(n.self.Start, from.Start, n.end()) {
-			n.readmit(from)
+			n.settleOverlap(from, p)
 			return
 		}
 		// It lies beyond this range's end: more than one node joined below the successor. Its
@@ -329,76 +329,6 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 		return
 	}
 	n.updateNeighbor(from.ID, 0, pb.Side_SIDE_PRED, n.self, theirPred.ID, pb.Cause_CAUSE_MAINTAIN)
-}
-
-// readmit undoes a take-over that covered a live node x: x still owns its range from x.Start
-// (a false failure suspicion, or a successor list that did not know x yet). This node gives that
-// part back, and the items it took in there meanwhile (writes that would otherwise be lost)
-// follow as a batch write to x.
-func (n *Node) readmit(x overlay.Peer) {
-	piece := overlay.Range{Start: x.Start, End: n.end()}
-	if n.unconfirmed() {
-		n.cede(x, piece)
-		return
-	}
-	var items []overlay.Item
-	_ = n.store.Ascend(piece, func(k overlay.Key, v []byte) bool {
-		items = append(items, overlay.Item{Key: k, Value: v})
-		return true
-	})
-	if old := n.levels[0].succ; old.ID != n.self.ID {
-		// x gets everything up to this node's successor as it is now; its own view of that
-		// successor may be older (a restored snapshot), with a lower start, which would leave
-		// the keys in between to nobody. Tell it.
-		n.failureUpdate(x.ID, 0, pb.Side_SIDE_SUCC, old, old.ID)
-	}
-	n.levels[0].succ = x
-	n.succList = n.trimSuccList(append([]overlay.Peer{x}, n.succList...))
-	n.maintain.former = nil // not alone any more
-	n.lost.remove(piece)    // x still has its items
-	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.ID, Range: piece,
-		Detail: fmt.Sprintf("re-admitted a node wrongly declared dead; %d items written meanwhile sent back", len(items))})
-	// The items go back in batches; this node's copies go only once a batch is stored (a lost
-	// batch leaves them here, where a later handoff or re-admission can still find them).
-	for len(items) > 0 {
-		batch := items[:min(len(items), n.cfg.MaxItemsPerMessage)]
-		items = items[len(batch):]
-		n.putBatch(batch, func(r overlay.Result) {
-			if r.Status != pb.Status_STATUS_OK {
-				n.env.Logger().Warn("re-admission: items written meanwhile not delivered; copies kept",
-					zap.Int("items", len(batch)), zap.String("error", r.Err))
-				return
-			}
-			for _, it := range batch {
-				if !n.Responsible(it.Key) {
-					_ = n.store.Delete(it.Key)
-				}
-			}
-		})
-	}
-}
-
-// cede is what a node does instead of readmit while its own place is unconfirmed (restored from
-// a snapshot, or back from a pause or partition long enough to have been declared dead): then it
-// is its own claim that is stale. The live node x owns piece now, and what this node holds there
-// are copies from before it was replaced, older than what the ring holds. It gives the piece up
-// and drops those copies rather than push them as writes (they were counted lost when its range
-// was taken over). Requests it held for keys of the piece go on to x.
-func (n *Node) cede(x overlay.Peer, piece overlay.Range) {
-	stale := 0
-	_ = n.store.Ascend(piece, func(overlay.Key, []byte) bool {
-		stale++
-		return true
-	})
-	n.levels[0].succ = x
-	n.succList = n.trimSuccList(append([]overlay.Peer{x}, n.succList...))
-	n.maintain.former = nil
-	n.lost.remove(piece)
-	n.dropCopy(piece)
-	n.Stats.StaleDropped += stale
-	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.ID, Range: piece, Items: stale,
-		Detail: fmt.Sprintf("unconfirmed after a restart or an absence: a live node owns this part now; %d stale copies dropped", stale)})
-	n.releaseHeld()
 }
 
 func (n *Node) updateNeighbor(to overlay.NodeID, l int, side pb.Side, node overlay.Peer, expect overlay.NodeID, cause pb.Cause) {
@@ -1001,9 +931,10 @@ func (n *Node) onNeighborUpdate(from overlay.Peer, u *pb.NeighborUpdate) {
 	*cur = node
 	if l == 0 && lk.succ.ID == n.self.ID {
 		// This node believed itself alone (every successor it knew had failed) and owned the
-		// whole circle, but another node links to it: the ring is larger. Take that node as
-		// successor too and give back what lies beyond it; re-admission of any node in between
-		// follows from stabilization.
-		n.readmit(node)
+		// whole circle, but another node links to it: the ring is larger. Check it as an
+		// intruder: its answer settles the overlap (claim.go); re-admission of any node in
+		// between follows from stabilization.
+		n.maintain.intruder = node.ID
+		n.maintain.intruderSeq = n.ping(node, 0, true)
 	}
 }

@@ -87,6 +87,13 @@ type Node struct {
 	// heardAny is when any other node was last heard from.
 	heardAny time.Time
 
+	// clock is the node's Lamport clock (raised to every message's); claim is the boundary
+	// version of its range, stamped from the clock when the range last changed (claimed is the
+	// range it was stamped for). Where two ranges overlap, these decide (claim.go).
+	clock   uint64
+	claim   uint64
+	claimed overlay.Range
+
 	nextReq uint64
 	pending map[uint64]*request
 
@@ -151,6 +158,7 @@ func (n *Node) Bootstrap() error {
 	n.refreshSelfRef()
 	n.levels = []link{{pred: n.self, succ: n.self}}
 	n.state = StateActive
+	n.stampClaim()
 	n.env.Report(overlay.Event{Kind: overlay.EventJoined, Range: n.Range()})
 	n.startMaintenance()
 	return nil
@@ -238,8 +246,10 @@ func (n *Node) refreshSelfRef() {
 
 // send stamps m with this node's descriptor and cause, counts it, and hands it to the runtime.
 func (n *Node) send(to overlay.NodeID, m *pb.Envelope, cause pb.Cause) {
+	n.stampClaim()
 	m.From = n.selfRef
 	m.Cause = cause
+	m.Clock = n.clock
 	n.Stats.Sent[cause]++
 	n.env.Send(to, m)
 }
@@ -271,6 +281,7 @@ func (n *Node) Accept(from overlay.NodeID, m *pb.Envelope) (overlay.Peer, bool) 
 	}
 	sender := n.senders.decode(m.From)
 	n.handling = m.Cause
+	n.observeClock(m.Clock)
 	n.learn(sender)
 	n.maintain.heardFrom(sender.ID)
 	if sender.ID != n.self.ID {
@@ -291,6 +302,7 @@ func (n *Node) Handle(from overlay.NodeID, m *pb.Envelope) {
 	if !ok {
 		return
 	}
+	defer n.stampClaim()
 	switch b := m.Body.(type) {
 	case *pb.Envelope_Lookup:
 		n.onLookup(b.Lookup)
@@ -333,6 +345,7 @@ func (n *Node) Handle(from overlay.NodeID, m *pb.Envelope) {
 
 // HandleTimer processes a timer this package set. Kinds above LastTimerKind are not its own.
 func (n *Node) HandleTimer(t overlay.Timer) {
+	defer n.stampClaim()
 	switch t.Kind {
 	case timerTick:
 		n.onTick()

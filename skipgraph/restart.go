@@ -20,7 +20,7 @@ func (n *Node) Snapshot() *pb.NodeSnapshot {
 	if !n.Owns() {
 		return nil
 	}
-	s := &pb.NodeSnapshot{Self: n.selfRef}
+	s := &pb.NodeSnapshot{Self: n.selfRef, Claim: n.claim}
 	for _, l := range n.levels {
 		s.Levels = append(s.Levels, &pb.LevelLinks{Pred: l.pred.ToPB(), Succ: l.succ.ToPB()})
 	}
@@ -74,6 +74,8 @@ func (n *Node) Restore(s *pb.NodeSnapshot) error {
 	}
 	n.refreshSelfRef()
 	n.state = StateActive
+	// The claim keeps the version it had: the range is the one it was stamped for.
+	n.claim, n.clock, n.claimed = s.Claim, s.Claim, n.Range()
 	n.env.Report(overlay.Event{Kind: overlay.EventJoined, Range: n.Range(), Detail: "restored from snapshot"})
 	if n.levels[0].pred.ID != n.self.ID {
 		n.unconfirmedSince = n.env.Now()

@@ -19,6 +19,9 @@ func (n *Node) validate(m *pb.Envelope) error {
 	if err := n.checkRef(m.From); err != nil {
 		return fmt.Errorf("sender: %w", err)
 	}
+	if m.Clock > maxClock {
+		return fmt.Errorf("clock %d over the limit of %d", m.Clock, uint64(maxClock))
+	}
 	if m.Cause < 0 || int(m.Cause) >= NumCauses {
 		// The cause indexes Stats.Sent when the message is forwarded.
 		return fmt.Errorf("unknown cause %d", m.Cause)
@@ -195,3 +198,7 @@ func (n *Node) checkItems(items []*pb.Item) error {
 	}
 	return nil
 }
+
+// maxClock bounds a received Lamport clock: a peer cannot push clocks to where stamping
+// (one more per range change) would wrap around. No honest clock gets near it.
+const maxClock = 1 << 62

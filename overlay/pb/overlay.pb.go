@@ -1117,13 +1117,16 @@ func (x *RangeReply) GetIncomplete() bool {
 // BatchPut is routed to the owner of its first item, then walks level 0 clockwise; every node
 // stores the items in its range and passes the rest on.
 type BatchPut struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ReqId         uint64                 `protobuf:"varint,1,opt,name=req_id,json=reqId,proto3" json:"req_id,omitempty"`
-	Origin        *NodeRef               `protobuf:"bytes,2,opt,name=origin,proto3" json:"origin,omitempty"`
-	Route         *Route                 `protobuf:"bytes,3,opt,name=route,proto3" json:"route,omitempty"`
-	Items         []*Item                `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
-	Stored        uint32                 `protobuf:"varint,5,opt,name=stored,proto3" json:"stored,omitempty"`
-	Walking       bool                   `protobuf:"varint,6,opt,name=walking,proto3" json:"walking,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	ReqId   uint64                 `protobuf:"varint,1,opt,name=req_id,json=reqId,proto3" json:"req_id,omitempty"`
+	Origin  *NodeRef               `protobuf:"bytes,2,opt,name=origin,proto3" json:"origin,omitempty"`
+	Route   *Route                 `protobuf:"bytes,3,opt,name=route,proto3" json:"route,omitempty"`
+	Items   []*Item                `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
+	Stored  uint32                 `protobuf:"varint,5,opt,name=stored,proto3" json:"stored,omitempty"`
+	Walking bool                   `protobuf:"varint,6,opt,name=walking,proto3" json:"walking,omitempty"`
+	// keep_existing: store only the keys the owner does not hold yet. Sent by a node whose claim
+	// on an overlapping range was outranked: the owner's values stand, keys only it had are kept.
+	KeepExisting  bool `protobuf:"varint,7,opt,name=keep_existing,json=keepExisting,proto3" json:"keep_existing,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1196,6 +1199,13 @@ func (x *BatchPut) GetStored() uint32 {
 func (x *BatchPut) GetWalking() bool {
 	if x != nil {
 		return x.Walking
+	}
+	return false
+}
+
+func (x *BatchPut) GetKeepExisting() bool {
+	if x != nil {
+		return x.KeepExisting
 	}
 	return false
 }
@@ -2119,7 +2129,13 @@ type Pong struct {
 	Items uint64 `protobuf:"varint,8,opt,name=items,proto3" json:"items,omitempty"`
 	// beyond: the tables the responder holds of its successors, in successor-list order (when
 	// table was asked).
-	Beyond        []*LinkTable `protobuf:"bytes,9,rep,name=beyond,proto3" json:"beyond,omitempty"`
+	Beyond []*LinkTable `protobuf:"bytes,9,rep,name=beyond,proto3" json:"beyond,omitempty"`
+	// claim: the boundary version of the responder's range, stamped from its clock when the range
+	// last changed; unconfirmed: the responder waits for its predecessor to confirm its place
+	// (restored, or back from a pause or partition). Where two ranges overlap, these decide whose
+	// items stand (level-0 pongs).
+	Claim         uint64 `protobuf:"varint,10,opt,name=claim,proto3" json:"claim,omitempty"`
+	Unconfirmed   bool   `protobuf:"varint,11,opt,name=unconfirmed,proto3" json:"unconfirmed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2217,6 +2233,20 @@ func (x *Pong) GetBeyond() []*LinkTable {
 	return nil
 }
 
+func (x *Pong) GetClaim() uint64 {
+	if x != nil {
+		return x.Claim
+	}
+	return 0
+}
+
+func (x *Pong) GetUnconfirmed() bool {
+	if x != nil {
+		return x.Unconfirmed
+	}
+	return false
+}
+
 // LinkTable is a node's neighbours on every level: preds[l] and succs[l] on level l.
 type LinkTable struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2284,6 +2314,9 @@ type Envelope struct {
 	// learn fresh range starts.
 	From  *NodeRef `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
 	Cause Cause    `protobuf:"varint,2,opt,name=cause,proto3,enum=skiprange.overlay.Cause" json:"cause,omitempty"`
+	// clock is the sender's Lamport clock: receivers raise theirs to it, and a node stamps each
+	// change of its range with the next value of its own (its claim version, see Pong.claim).
+	Clock uint64 `protobuf:"varint,3,opt,name=clock,proto3" json:"clock,omitempty"`
 	// Types that are valid to be assigned to Body:
 	//
 	//	*Envelope_Lookup
@@ -2352,6 +2385,13 @@ func (x *Envelope) GetCause() Cause {
 		return x.Cause
 	}
 	return Cause_CAUSE_UNSPECIFIED
+}
+
+func (x *Envelope) GetClock() uint64 {
+	if x != nil {
+		return x.Clock
+	}
+	return 0
 }
 
 func (x *Envelope) GetBody() isEnvelope_Body {
@@ -3778,11 +3818,13 @@ func (x *LevelLinks) GetSucc() *NodeRef {
 // descriptor (start, version, incarnation), its neighbours on every level, its successor list,
 // and the parts of its range whose items were lost with failed nodes.
 type NodeSnapshot struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Self          *NodeRef               `protobuf:"bytes,1,opt,name=self,proto3" json:"self,omitempty"`
-	Levels        []*LevelLinks          `protobuf:"bytes,2,rep,name=levels,proto3" json:"levels,omitempty"`
-	Successors    []*NodeRef             `protobuf:"bytes,3,rep,name=successors,proto3" json:"successors,omitempty"`
-	Lost          []*KeyRange            `protobuf:"bytes,4,rep,name=lost,proto3" json:"lost,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Self       *NodeRef               `protobuf:"bytes,1,opt,name=self,proto3" json:"self,omitempty"`
+	Levels     []*LevelLinks          `protobuf:"bytes,2,rep,name=levels,proto3" json:"levels,omitempty"`
+	Successors []*NodeRef             `protobuf:"bytes,3,rep,name=successors,proto3" json:"successors,omitempty"`
+	Lost       []*KeyRange            `protobuf:"bytes,4,rep,name=lost,proto3" json:"lost,omitempty"`
+	// claim: the boundary version of the node's range when the snapshot was taken.
+	Claim         uint64 `protobuf:"varint,5,opt,name=claim,proto3" json:"claim,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3843,6 +3885,13 @@ func (x *NodeSnapshot) GetLost() []*KeyRange {
 		return x.Lost
 	}
 	return nil
+}
+
+func (x *NodeSnapshot) GetClaim() uint64 {
+	if x != nil {
+		return x.Claim
+	}
+	return 0
 }
 
 var File_overlay_pb_overlay_proto protoreflect.FileDescriptor
@@ -3919,14 +3968,15 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x04hops\x18\a \x01(\rR\x04hops\x12\x1e\n" +
 	"\n" +
 	"incomplete\x18\b \x01(\bR\n" +
-	"incomplete\"\xe6\x01\n" +
+	"incomplete\"\x8b\x02\n" +
 	"\bBatchPut\x12\x15\n" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x122\n" +
 	"\x06origin\x18\x02 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x06origin\x12.\n" +
 	"\x05route\x18\x03 \x01(\v2\x18.skiprange.overlay.RouteR\x05route\x12-\n" +
 	"\x05items\x18\x04 \x03(\v2\x17.skiprange.overlay.ItemR\x05items\x12\x16\n" +
 	"\x06stored\x18\x05 \x01(\rR\x06stored\x12\x18\n" +
-	"\awalking\x18\x06 \x01(\bR\awalking\"\x85\x01\n" +
+	"\awalking\x18\x06 \x01(\bR\awalking\x12#\n" +
+	"\rkeep_existing\x18\a \x01(\bR\fkeepExisting\"\x85\x01\n" +
 	"\rBatchPutReply\x12\x15\n" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x121\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x19.skiprange.overlay.StatusR\x06status\x12\x16\n" +
@@ -3992,7 +4042,7 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x04Ping\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\rR\x05level\x12\x14\n" +
-	"\x05table\x18\x03 \x01(\bR\x05table\"\xf7\x02\n" +
+	"\x05table\x18\x03 \x01(\bR\x05table\"\xaf\x03\n" +
 	"\x04Pong\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\rR\x05level\x12.\n" +
@@ -4002,15 +4052,19 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x05preds\x18\x06 \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05preds\x120\n" +
 	"\x05succs\x18\a \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05succs\x12\x14\n" +
 	"\x05items\x18\b \x01(\x04R\x05items\x124\n" +
-	"\x06beyond\x18\t \x03(\v2\x1c.skiprange.overlay.LinkTableR\x06beyond\"\x9f\x01\n" +
+	"\x06beyond\x18\t \x03(\v2\x1c.skiprange.overlay.LinkTableR\x06beyond\x12\x14\n" +
+	"\x05claim\x18\n" +
+	" \x01(\x04R\x05claim\x12 \n" +
+	"\vunconfirmed\x18\v \x01(\bR\vunconfirmed\"\x9f\x01\n" +
 	"\tLinkTable\x12.\n" +
 	"\x04node\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04node\x120\n" +
 	"\x05preds\x18\x02 \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05preds\x120\n" +
-	"\x05succs\x18\x03 \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05succs\"\xc9\n" +
+	"\x05succs\x18\x03 \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05succs\"\xdf\n" +
 	"\n" +
 	"\bEnvelope\x12.\n" +
 	"\x04from\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04from\x12.\n" +
-	"\x05cause\x18\x02 \x01(\x0e2\x18.skiprange.overlay.CauseR\x05cause\x123\n" +
+	"\x05cause\x18\x02 \x01(\x0e2\x18.skiprange.overlay.CauseR\x05cause\x12\x14\n" +
+	"\x05clock\x18\x03 \x01(\x04R\x05clock\x123\n" +
 	"\x06lookup\x18\n" +
 	" \x01(\v2\x19.skiprange.overlay.LookupH\x00R\x06lookup\x12C\n" +
 	"\flookup_reply\x18\v \x01(\v2\x1e.skiprange.overlay.LookupReplyH\x00R\vlookupReply\x12@\n" +
@@ -4117,14 +4171,15 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\n" +
 	"LevelLinks\x12.\n" +
 	"\x04pred\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04pred\x12.\n" +
-	"\x04succ\x18\x02 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04succ\"\xe2\x01\n" +
+	"\x04succ\x18\x02 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04succ\"\xf8\x01\n" +
 	"\fNodeSnapshot\x12.\n" +
 	"\x04self\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04self\x125\n" +
 	"\x06levels\x18\x02 \x03(\v2\x1d.skiprange.overlay.LevelLinksR\x06levels\x12:\n" +
 	"\n" +
 	"successors\x18\x03 \x03(\v2\x1a.skiprange.overlay.NodeRefR\n" +
 	"successors\x12/\n" +
-	"\x04lost\x18\x04 \x03(\v2\x1b.skiprange.overlay.KeyRangeR\x04lost*L\n" +
+	"\x04lost\x18\x04 \x03(\v2\x1b.skiprange.overlay.KeyRangeR\x04lost\x12\x14\n" +
+	"\x05claim\x18\x05 \x01(\x04R\x05claim*L\n" +
 	"\x02Op\x12\x12\n" +
 	"\x0eOP_UNSPECIFIED\x10\x00\x12\n" +
 	"\n" +

@@ -1,0 +1,183 @@
+package skipgraph
+
+import (
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"github.com/skiprange/skiprange/overlay"
+	"github.com/skiprange/skiprange/overlay/pb"
+)
+
+// Overlapping claims. A node's claim on its range carries a boundary version: a Lamport
+// timestamp (every message carries its sender's clock, receivers raise theirs to it) stamped
+// whenever the range changes — a join, a handoff's flip on either side, a take-over after a
+// failure, a re-admission. Two nodes claim overlapping ranges when a node x answers from inside
+// what another node n takes for its own range: n declared x dead and took its range over (a
+// false suspicion, a pause, a partition, a restart), or n took over a dead successor's range
+// without knowing that x had just joined it. n finds x by the intruder check (onPong) and
+// settles the overlap [x.start, n.end) by comparing the two claims:
+//
+//   - the claim of a node that waits for its predecessor's confirmation (restored from a
+//     snapshot, or back from standing still long enough to have been replaced) ranks below
+//     every confirmed claim: it predates whatever the ring did meanwhile, although its number
+//     alone cannot show it (the node may have moved a boundary just before it stopped, unheard
+//     by the node that took its range over);
+//   - between two claims of the same rank, the higher version wins, then the greater node ID.
+//
+// The winner's items stand in the overlap. In every case x keeps its start (it answers for it:
+// the piece goes back to it as a fresh boundary move) and n's range ends there:
+//
+//   - n's claim wins: n sends x the items it holds there (writes made under its take-over),
+//     which overwrite x's older copies (readmit);
+//   - x's claim wins over a confirmed n: n sends its items with keep_existing, x's values stand
+//     and only keys x lacks are added (readmit);
+//   - x's claim wins over an unconfirmed n: n's copies there predate the ring's take-over (they
+//     were counted lost then, and keys deleted since would come back); it drops them (cede);
+//   - neither claim is confirmed: nothing is decided until one of them is; the check repeats.
+//
+// Each decision is reported as an EventConflict that names both claims.
+
+// claim is one side of an overlap, as the rule compares them.
+type claim struct {
+	confirmed bool
+	version   uint64
+	id        overlay.NodeID
+}
+
+// outranks reports whether c wins over o: a confirmed claim over an unconfirmed one, then the
+// higher version, then the greater node ID. For two distinct nodes exactly one outranks the other.
+func (c claim) outranks(o claim) bool {
+	if c.confirmed != o.confirmed {
+		return c.confirmed
+	}
+	if c.version != o.version {
+		return c.version > o.version
+	}
+	return c.id > o.id
+}
+
+// String names the claim without its node (events name the peer apart; node IDs are bytes).
+func (c claim) String() string {
+	if c.confirmed {
+		return fmt.Sprintf("v%d (confirmed)", c.version)
+	}
+	return fmt.Sprintf("v%d (unconfirmed)", c.version)
+}
+
+// decide says which claim won and why, for the conflict event.
+func decide(winner, loser claim, ours bool) string {
+	s := fmt.Sprintf("their claim %s outranks ours %s", winner, loser)
+	if ours {
+		s = fmt.Sprintf("our claim %s outranks theirs %s", winner, loser)
+	}
+	if winner.confirmed == loser.confirmed && winner.version == loser.version {
+		s += ", equal versions: the greater node ID wins"
+	}
+	return s
+}
+
+// ownClaim is this node's side of an overlap.
+func (n *Node) ownClaim() claim {
+	return claim{confirmed: !n.unconfirmed(), version: n.claim, id: n.self.ID}
+}
+
+// observeClock raises the clock to a received message's.
+func (n *Node) observeClock(c uint64) { n.clock = max(n.clock, c) }
+
+// stampClaim gives the range a new boundary version if it changed since the last stamp. It runs
+// before every message goes out and after every step, so a message sent after a change carries
+// a clock at least the new version.
+func (n *Node) stampClaim() {
+	if !n.Owns() {
+		return
+	}
+	if r := n.Range(); r != n.claimed {
+		n.clock++
+		n.claim, n.claimed = n.clock, r
+	}
+}
+
+// settleOverlap decides, by the rule above, the overlap between this node's range and that of
+// x, a live node answering from inside it; p is x's level-0 pong.
+func (n *Node) settleOverlap(x overlay.Peer, p *pb.Pong) {
+	mine := n.ownClaim()
+	theirs := claim{confirmed: !p.Unconfirmed, version: p.Claim, id: x.ID}
+	switch {
+	case !mine.confirmed && !theirs.confirmed:
+		n.debug("overlap undecided: neither claim confirmed", func() []zap.Field {
+			return []zap.Field{zap.Stringer("mine", mine), zap.Stringer("theirs", theirs)}
+		})
+	case mine.outranks(theirs):
+		n.readmit(x, false, decide(mine, theirs, true))
+	case mine.confirmed:
+		n.readmit(x, true, decide(theirs, mine, false))
+	default:
+		n.cede(x, decide(theirs, mine, false))
+	}
+}
+
+// readmit gives the overlap [x.start, end) to x, which answers from there: x's place is kept,
+// this node's range ends at x. The items this node holds there follow as batch writes to x: with
+// keepExisting (x's claim won) x's own values stand; otherwise (ours won: writes made under our
+// take-over, which would otherwise be lost) they overwrite x's copies.
+func (n *Node) readmit(x overlay.Peer, keepExisting bool, why string) {
+	piece := overlay.Range{Start: x.Start, End: n.end()}
+	var items []overlay.Item
+	_ = n.store.Ascend(piece, func(k overlay.Key, v []byte) bool {
+		items = append(items, overlay.Item{Key: k, Value: v})
+		return true
+	})
+	if old := n.levels[0].succ; old.ID != n.self.ID {
+		// x gets everything up to this node's successor as it is now; its own view of that
+		// successor may be older (a restored snapshot), with a lower start, which would leave
+		// the keys in between to nobody. Tell it.
+		n.failureUpdate(x.ID, 0, pb.Side_SIDE_SUCC, old, old.ID)
+	}
+	n.levels[0].succ = x
+	n.succList = n.trimSuccList(append([]overlay.Peer{x}, n.succList...))
+	n.maintain.former = nil // not alone any more
+	n.lost.remove(piece)    // x still has its items
+	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.ID, Range: piece, Items: len(items),
+		Detail: fmt.Sprintf("overlapping claims: %s; re-admitted, %d items held here sent (keep existing: %t)", why, len(items), keepExisting)})
+	// The items go back in batches; this node's copies go only once a batch is stored (a lost
+	// batch leaves them here, where a later handoff or re-admission can still find them).
+	for len(items) > 0 {
+		batch := items[:min(len(items), n.cfg.MaxItemsPerMessage)]
+		items = items[len(batch):]
+		n.putBatch(batch, keepExisting, func(r overlay.Result) {
+			if r.Status != pb.Status_STATUS_OK {
+				n.env.Logger().Warn("re-admission: items held here not delivered; copies kept",
+					zap.Int("items", len(batch)), zap.String("error", r.Err))
+				return
+			}
+			for _, it := range batch {
+				if !n.Responsible(it.Key) {
+					_ = n.store.Delete(it.Key)
+				}
+			}
+		})
+	}
+}
+
+// cede gives the overlap [x.start, end) up while this node's own claim is unconfirmed and
+// outranked: what it holds there are copies from before it was replaced, older than what the
+// ring holds, and counted lost when its range was taken over. It drops them rather than push
+// them as writes. Requests it held for keys of the piece go on to x.
+func (n *Node) cede(x overlay.Peer, why string) {
+	piece := overlay.Range{Start: x.Start, End: n.end()}
+	stale := 0
+	_ = n.store.Ascend(piece, func(overlay.Key, []byte) bool {
+		stale++
+		return true
+	})
+	n.levels[0].succ = x
+	n.succList = n.trimSuccList(append([]overlay.Peer{x}, n.succList...))
+	n.maintain.former = nil
+	n.lost.remove(piece)
+	n.dropCopy(piece)
+	n.Stats.StaleDropped += stale
+	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.ID, Range: piece, Items: stale,
+		Detail: fmt.Sprintf("overlapping claims: %s; a live node owns this part, %d stale copies dropped", why, stale)})
+	n.releaseHeld()
+}

@@ -1,0 +1,148 @@
+package skipgraph
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skiprange/skiprange/overlay"
+	"github.com/skiprange/skiprange/overlay/pb"
+)
+
+func TestClaimOrder(t *testing.T) {
+	confirmed := func(v uint64, id overlay.NodeID) claim { return claim{confirmed: true, version: v, id: id} }
+	unconfirmed := func(v uint64, id overlay.NodeID) claim { return claim{version: v, id: id} }
+	for _, c := range []struct {
+		a, b claim
+		want bool
+	}{
+		{confirmed(1, "a"), unconfirmed(9, "b"), true}, // confirmed beats any unconfirmed version
+		{unconfirmed(9, "b"), confirmed(1, "a"), false},
+		{confirmed(5, "a"), confirmed(4, "b"), true}, // then the higher version
+		{confirmed(4, "b"), confirmed(5, "a"), false},
+		{unconfirmed(3, "a"), unconfirmed(2, "b"), true},
+		{confirmed(5, "b"), confirmed(5, "a"), true}, // then the greater node ID
+		{confirmed(5, "a"), confirmed(5, "b"), false},
+	} {
+		if got := c.a.outranks(c.b); got != c.want {
+			t.Errorf("%s outranks %s: %v, want %v", c.a, c.b, got, c.want)
+		}
+		if c.a.outranks(c.b) == c.b.outranks(c.a) {
+			t.Errorf("%s and %s: not exactly one outranks the other", c.a, c.b)
+		}
+	}
+}
+
+// TestClaimsFollowCausality: a boundary move is stamped after everything its node heard, so the
+// claims of a NIX's two sides rise above both old claims, and a take-over's above the claim of
+// the node it replaced.
+func TestClaimsFollowCausality(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	b, c, d := nw.nodes["b"], nw.nodes["c"], nw.nodes["d"]
+	oldB, oldC := b.claim, c.claim
+	if oldB == 0 || oldC == 0 {
+		t.Fatalf("claims after the joins: b %d, c %d", oldB, oldC)
+	}
+	// d's clock runs far ahead; c hears it in the pings of a probe interval, b hears it from c.
+	d.clock = 1000
+	nw.advance(nw.cfg.ProbeInterval)
+	nw.nix(t, "b", true, k(1500)) // c's start moves down to 1500
+	if !(b.claim > 1000 && b.claim > oldC && c.claim > b.claim) {
+		t.Fatalf("after b's NIX to c: b %d → %d, c %d → %d; want both above d's clock 1000, c's above b's", oldB, b.claim, oldC, c.claim)
+	}
+	for _, n := range nw.nodes {
+		if n.claim > n.clock {
+			t.Errorf("%s: claim %d above its clock %d", n.Self().ID, n.claim, n.clock)
+		}
+	}
+
+	nw, _, snap := bDeclaredDead(t)
+	if a := nw.nodes["a"]; a.claim <= snap.Claim {
+		t.Fatalf("a took b's range over with claim %d, not above b's last claim %d", a.claim, snap.Claim)
+	}
+}
+
+// TestOverlapSettledByClaims: a took b's range [1000, 2000) over and holds the newer values
+// written there meanwhile plus a key only it has; b, restored from its snapshot, holds the older
+// values plus a key only it has. a meets b inside its range; the two claims decide whose items
+// stand.
+func TestOverlapSettledByClaims(t *testing.T) {
+	for _, c := range []struct {
+		name                    string
+		aConfirmed, bConfirmed  bool
+		bAboveA                 bool // b's claim version above a's
+		want1500, want1550      string
+		aDropsCopies, undecided bool
+		detail                  string
+	}{
+		{name: "confirmed take-over, unconfirmed node", aConfirmed: true, bAboveA: true,
+			want1500: "new1500", want1550: "only-a", detail: "keep existing: false"},
+		{name: "both confirmed, take-over newer", aConfirmed: true, bConfirmed: true,
+			want1500: "new1500", want1550: "only-a", detail: "keep existing: false"},
+		{name: "both confirmed, node newer", aConfirmed: true, bConfirmed: true, bAboveA: true,
+			want1500: string(val(1500)), want1550: "only-a", detail: "keep existing: true"},
+		{name: "unconfirmed take-over", bConfirmed: true,
+			want1500: string(val(1500)), aDropsCopies: true, detail: "stale copies dropped"},
+		{name: "neither confirmed", bAboveA: true, undecided: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			nw, _, snap := bDeclaredDead(t)
+			b, err := nw.restart("b", snap)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := nw.nodes["a"]
+			_ = a.Store().Put(k(1550), []byte("only-a"))
+			_ = b.Store().Put(k(1650), []byte("only-b"))
+			if !c.aConfirmed {
+				a.unconfirmedSince = nw.clock.now
+			}
+			if c.bConfirmed {
+				b.unconfirmedSince = time.Time{}
+			}
+			version := a.claim - 1
+			if c.bAboveA {
+				version = a.claim + 1
+			}
+			succ := a.levels[0].succ
+			a.settleOverlap(b.Self(), &pb.Pong{Claim: version, Unconfirmed: !c.bConfirmed})
+			conflicts := nw.envs["a"].eventsOf(overlay.EventConflict)
+			if c.undecided {
+				if a.levels[0].succ.ID != succ.ID || len(conflicts) != 0 {
+					t.Fatalf("neither claim confirmed, yet a linked %s (was %s), events %v", a.levels[0].succ.ID, succ.ID, conflicts)
+				}
+				return
+			}
+			if len(conflicts) == 0 || !strings.Contains(conflicts[len(conflicts)-1].Detail, c.detail) {
+				t.Fatalf("conflict events %+v, want one saying %q", conflicts, c.detail)
+			}
+			nw.advance(time.Minute)
+			nw.checkRing()
+			if got := value(t, b, 1500); got != c.want1500 {
+				t.Errorf("1500 at b: %q, want %q", got, c.want1500)
+			}
+			if got := value(t, b, 1550); got != c.want1550 {
+				t.Errorf("1550 at b: %q, want %q", got, c.want1550)
+			}
+			if got := value(t, b, 1650); got != "only-b" {
+				t.Errorf("1650 at b: %q, want b's own item kept", got)
+			}
+			if n, _ := a.Store().Count(overlay.Range{Start: k(1000), End: k(2000)}); n != 0 {
+				t.Errorf("a still holds %d items of b's range", n)
+			}
+			if dropped := a.Stats.StaleDropped > 0; dropped != c.aDropsCopies {
+				t.Errorf("a dropped %d stale copies; want dropped %v", a.Stats.StaleDropped, c.aDropsCopies)
+			}
+		})
+	}
+}
+
+// value returns what n's store holds for key i ("" when nothing).
+func value(t *testing.T, n *Node, i int) string {
+	t.Helper()
+	v, _, err := n.Store().Get(k(i))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(v)
+}
