@@ -673,6 +673,7 @@ func invalidCases(n *Node, from *pb.NodeRef) []invalidCase {
 		{"from without id", &pb.Envelope{From: &pb.NodeRef{Start: []byte(k(1))}, Body: &pb.Envelope_Ping{Ping: &pb.Ping{Seq: 1}}}},
 		{"unknown cause", &pb.Envelope{From: from, Cause: pb.Cause(NumCauses), Body: &pb.Envelope_Ping{Ping: &pb.Ping{Seq: 1}}}},
 		{"negative cause", &pb.Envelope{From: from, Cause: -1, Body: &pb.Envelope_Ping{Ping: &pb.Ping{Seq: 1}}}},
+		{"clock over the limit", &pb.Envelope{From: from, Clock: maxClock + 1, Body: &pb.Envelope_Ping{Ping: &pb.Ping{Seq: 1}}}},
 		{"from start over the key limit", &pb.Envelope{From: longFrom, Body: &pb.Envelope_Ping{Ping: &pb.Ping{Seq: 1}}}},
 		{"lookup without route", env(&pb.Lookup{ReqId: 1, Origin: from, Op: pb.Op_OP_PUT, Value: []byte("x")})},
 		{"lookup without origin", env(&pb.Lookup{ReqId: 1, Route: route(), Op: pb.Op_OP_PUT, Value: []byte("x")})},
