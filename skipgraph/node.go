@@ -120,7 +120,10 @@ type Stats struct {
 	HandoffsOut  int            // handoffs this node gave, flipped
 	HandoffsIn   int            // handoffs this node received, committed
 	ItemsOut     [NumCauses]int // items given in flipped handoffs, by the cause they served
-	Aborts       int            // handoffs aborted
+	// ItemsToMigrants counts the items given to balancing joins next to this node: the piece a
+	// migrant takes from its target, whose side SmartRNP chooses (part of ItemsOut[BALANCE]).
+	ItemsToMigrants int
+	Aborts          int // handoffs aborted
 	// Sent counts messages sent, by cause.
 	Sent [NumCauses]uint64
 }

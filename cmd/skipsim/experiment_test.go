@@ -158,7 +158,7 @@ func TestExperimentsSmoke(t *testing.T) {
 		{"scale", []string{"--points", "20,30"}, []string{"| 30 ", "3000", "messages ×"}, []string{"messages.svg"}},
 		{"dynamic", nil, []string{"Gini at the end", "≈0.2", "Snapshots at [160 220 360] s"}, []string{"series.csv", "loads.svg", "gini.svg", "traffic.svg"}},
 		{"unl", []string{"--points", "10"}, []string{"probes (SmartUNL)", "success (random probing)", "60–71%"}, []string{"probes.svg"}},
-		{"rnp", []string{"--points", "20"}, []string{"SmartRNP ÷ adversarial", "| 20%"}, []string{"items.svg"}},
+		{"rnp", []string{"--points", "20"}, []string{"SmartRNP ÷ adversarial", "migrants' items (SmartRNP)", "| 20%"}, []string{"items.svg", "migrant-items.svg"}},
 		{"words", []string{"--points", "4", "--words", sharedWords}, []string{"thesis MIG:NIX", "| 4 ", "0.30", "Workload prefix 4"}, []string{"time.svg"}},
 		{"faults", nil, []string{"1% message loss", "5% of nodes crash", "1/1"}, []string{"items.svg"}},
 	}

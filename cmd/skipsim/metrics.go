@@ -51,10 +51,12 @@ var (
 	}
 	messagesOf = perRun(func(r *sim.BalanceResult) float64 { return float64(r.Messages) })
 	itemsOf    = perRun(func(r *sim.BalanceResult) float64 { return float64(r.Items) })
-	lbRatioOf  = perRun(func(r *sim.BalanceResult) float64 { return ratio(float64(r.Items), float64(r.LowerBound)) })
-	migNixOf   = perRun(func(r *sim.BalanceResult) float64 { return ratio(float64(r.MIG), float64(r.NIX)) })
-	probesOf   = perRun(func(r *sim.BalanceResult) float64 { return float64(r.Probes) })
-	successOf  = perRun(func(r *sim.BalanceResult) float64 { return ratio(float64(r.RemoteOK), float64(r.RemoteTries)) })
+	// migrantItemsOf: the items migrants took from their targets (what SmartRNP minimizes).
+	migrantItemsOf = perRun(func(r *sim.BalanceResult) float64 { return float64(r.MigrantItems) })
+	lbRatioOf      = perRun(func(r *sim.BalanceResult) float64 { return ratio(float64(r.Items), float64(r.LowerBound)) })
+	migNixOf       = perRun(func(r *sim.BalanceResult) float64 { return ratio(float64(r.MIG), float64(r.NIX)) })
+	probesOf       = perRun(func(r *sim.BalanceResult) float64 { return float64(r.Probes) })
+	successOf      = perRun(func(r *sim.BalanceResult) float64 { return ratio(float64(r.RemoteOK), float64(r.RemoteTries)) })
 )
 
 // defined drops the NaN values.

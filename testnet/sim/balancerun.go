@@ -67,20 +67,23 @@ type BalanceResult struct {
 	Completed      bool    `json:"completed"`
 	CompletionTime float64 `json:"completion_s"`
 	// Messages: balancing traffic; QueryMessages: query routing, reported apart.
-	Messages      uint64  `json:"messages"`
-	QueryMessages uint64  `json:"query_messages"`
-	Items         int     `json:"items_moved"`
-	NIX           int     `json:"nix"`
-	MIG           int     `json:"mig"`
-	MigNix        float64 `json:"mig_nix_ratio"`
-	Probes        int     `json:"probes"`
-	UNLHits       int     `json:"unl_hits"`
-	RemoteTries   int     `json:"remote_tries"`
-	RemoteOK      int     `json:"remote_accepted"`
-	WavesStarted  int     `json:"waves_started"`
-	WavesOK       int     `json:"waves_ok"`
-	WavesFailed   int     `json:"waves_failed"`
-	LowerBound    int     `json:"lower_bound_items"`
+	Messages      uint64 `json:"messages"`
+	QueryMessages uint64 `json:"query_messages"`
+	Items         int    `json:"items_moved"`
+	// MigrantItems: the part of Items that migrants took from their targets when they joined
+	// next to them (the piece whose side SmartRNP chooses; the thesis's Table 4.6 counts these).
+	MigrantItems int     `json:"items_to_migrants"`
+	NIX          int     `json:"nix"`
+	MIG          int     `json:"mig"`
+	MigNix       float64 `json:"mig_nix_ratio"`
+	Probes       int     `json:"probes"`
+	UNLHits      int     `json:"unl_hits"`
+	RemoteTries  int     `json:"remote_tries"`
+	RemoteOK     int     `json:"remote_accepted"`
+	WavesStarted int     `json:"waves_started"`
+	WavesOK      int     `json:"waves_ok"`
+	WavesFailed  int     `json:"waves_failed"`
+	LowerBound   int     `json:"lower_bound_items"`
 	// Overloaded and the Gini coefficient and max/mean load at the warm-up's end and the run's end.
 	OverloadedStart int     `json:"overloaded_start"`
 	OverloadedEnd   int     `json:"overloaded_end"`
@@ -230,12 +233,12 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 		}
 		return loads, overloaded
 	}
-	itemsMoved := func() int {
-		total := 0
+	itemsMoved := func() (total, toMigrants int) {
 		for _, s := range nw.order {
 			total += s.node.Stats.ItemsOut[pb.Cause_CAUSE_BALANCE]
+			toMigrants += s.node.Stats.ItemsToMigrants
 		}
-		return total
+		return total, toMigrants
 	}
 	snapshot := func(t float64) {
 		var sn Snapshot
@@ -250,7 +253,7 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 	sort.Slice(snaps, func(i, j int) bool { return snaps[i] < snaps[j] })
 
 	var msgsBefore, queryBefore uint64
-	var itemsBefore, lastItems int
+	var itemsBefore, migrantItemsBefore, lastItems int
 	var lastMsgs uint64
 	started, crashed := false, false
 	end := t0 + p.Duration
@@ -276,7 +279,8 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 			}
 			sent := nw.SentByCause()
 			msgsBefore, queryBefore, lastMsgs = sent[pb.Cause_CAUSE_BALANCE], sent[pb.Cause_CAUSE_CLIENT], sent[pb.Cause_CAUSE_BALANCE]
-			itemsBefore, lastItems = itemsMoved(), itemsMoved()
+			itemsBefore, migrantItemsBefore = itemsMoved()
+			lastItems = itemsBefore
 			loads, over := loadsNow()
 			res.OverloadedStart, res.GiniStart, res.MaxMeanStart = over, workload.Gini(loads), maxMean(loads)
 			res.LowerBound = h.lowerBound()
@@ -301,7 +305,7 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 		}
 		if int64(now)%int64(p.Sample) == 0 {
 			sent := nw.SentByCause()[pb.Cause_CAUSE_BALANCE]
-			items := itemsMoved()
+			items, _ := itemsMoved()
 			per := p.Sample.Seconds()
 			res.Series = append(res.Series, Sample{
 				T: now.Seconds(), Gini: workload.Gini(loads), Overloaded: over, MaxLoad: maxOf(loads), MeanLoad: meanOf(loads),
@@ -314,7 +318,8 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 	sent := nw.SentByCause()
 	res.Messages = sent[pb.Cause_CAUSE_BALANCE] - msgsBefore
 	res.QueryMessages = sent[pb.Cause_CAUSE_CLIENT] - queryBefore
-	res.Items = itemsMoved() - itemsBefore
+	items, migrantItems := itemsMoved()
+	res.Items, res.MigrantItems = items-itemsBefore, migrantItems-migrantItemsBefore
 	loads, over := loadsNow()
 	res.OverloadedEnd, res.GiniEnd, res.MaxMeanEnd = over, workload.Gini(loads), maxMean(loads)
 	for _, s := range nw.order {

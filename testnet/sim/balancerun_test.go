@@ -34,8 +34,8 @@ func TestBalanceNIXMIGPulse(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("%s: completed %v in %.0f s, %d msgs, %d items (lower bound %d), nix %d mig %d, overloaded %d→%d, gini %.2f→%.2f, check %s, wall %.1fs",
-				alg, res.Completed, res.CompletionTime, res.Messages, res.Items, res.LowerBound, res.NIX, res.MIG,
+			t.Logf("%s: completed %v in %.0f s, %d msgs, %d items (%d to migrants, lower bound %d), nix %d mig %d, overloaded %d→%d, gini %.2f→%.2f, check %s, wall %.1fs",
+				alg, res.Completed, res.CompletionTime, res.Messages, res.Items, res.MigrantItems, res.LowerBound, res.NIX, res.MIG,
 				res.OverloadedStart, res.OverloadedEnd, res.GiniStart, res.GiniEnd, res.Check, res.Wall)
 			if res.Check != "ok" {
 				t.Fatalf("invariants after balancing: %s", res.Check)
@@ -45,6 +45,12 @@ func TestBalanceNIXMIGPulse(t *testing.T) {
 			}
 			if alg == nixmig.NIXMIG && !res.Completed {
 				t.Fatalf("NIXMIG did not bring every node under thres")
+			}
+			// Migrants' pieces are part of the moved items, and only algorithms that migrate
+			// have them.
+			migrates := alg != nixmig.NIXOnly
+			if res.MigrantItems > res.Items || (res.MigrantItems > 0) != (migrates && res.MIG > 0) {
+				t.Fatalf("items to migrants %d of %d moved, %d migrations", res.MigrantItems, res.Items, res.MIG)
 			}
 		})
 	}
