@@ -210,6 +210,7 @@ func (n *Node) onRequestTimeout(id uint64) {
 		return
 	}
 	if req.attempt < n.cfg.RequestAttempts {
+		n.Stats.Retries++
 		n.attempt(req)
 		return
 	}

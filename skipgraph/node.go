@@ -124,6 +124,7 @@ type Stats struct {
 	// migrant takes from its target, whose side SmartRNP chooses (part of ItemsOut[BALANCE]).
 	ItemsToMigrants int
 	Aborts          int // handoffs aborted
+	Retries         int // client requests sent again after a timeout
 	// Sent counts messages sent, by cause.
 	Sent [NumCauses]uint64
 }

@@ -94,7 +94,10 @@ type BalanceResult struct {
 	Feasibility     string  `json:"feasibility"`
 	Queries         int     `json:"queries"`
 	QueriesFailed   int     `json:"queries_failed"`
-	Crashed         int     `json:"crashed"`
+	// QueryRetries: attempts of queries sent again after a timeout (after the warm-up); each
+	// walks its range again, and the nodes count the keys it reads again in their load.
+	QueryRetries int `json:"query_retries"`
+	Crashed      int `json:"crashed"`
 	// LookupsAfter: lookups of random keys from random nodes once balancing ended, checked
 	// against the reference (every key must be found where it belongs).
 	LookupsAfter HopStats `json:"lookups_after"`
@@ -233,6 +236,12 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 		}
 		return loads, overloaded
 	}
+	retries := func() (total int) {
+		for _, s := range nw.order {
+			total += s.node.Stats.Retries
+		}
+		return total
+	}
 	itemsMoved := func() (total, toMigrants int) {
 		for _, s := range nw.order {
 			total += s.node.Stats.ItemsOut[pb.Cause_CAUSE_BALANCE]
@@ -253,7 +262,7 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 	sort.Slice(snaps, func(i, j int) bool { return snaps[i] < snaps[j] })
 
 	var msgsBefore, queryBefore uint64
-	var itemsBefore, migrantItemsBefore, lastItems int
+	var itemsBefore, migrantItemsBefore, retriesBefore, lastItems int
 	var lastMsgs uint64
 	started, crashed := false, false
 	end := t0 + p.Duration
@@ -280,6 +289,7 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 			sent := nw.SentByCause()
 			msgsBefore, queryBefore, lastMsgs = sent[pb.Cause_CAUSE_BALANCE], sent[pb.Cause_CAUSE_CLIENT], sent[pb.Cause_CAUSE_BALANCE]
 			itemsBefore, migrantItemsBefore = itemsMoved()
+			retriesBefore = retries()
 			lastItems = itemsBefore
 			loads, over := loadsNow()
 			res.OverloadedStart, res.GiniStart, res.MaxMeanStart = over, workload.Gini(loads), maxMean(loads)
@@ -320,6 +330,7 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 	res.QueryMessages = sent[pb.Cause_CAUSE_CLIENT] - queryBefore
 	items, migrantItems := itemsMoved()
 	res.Items, res.MigrantItems = items-itemsBefore, migrantItems-migrantItemsBefore
+	res.QueryRetries = retries() - retriesBefore
 	loads, over := loadsNow()
 	res.OverloadedEnd, res.GiniEnd, res.MaxMeanEnd = over, workload.Gini(loads), maxMean(loads)
 	for _, s := range nw.order {
