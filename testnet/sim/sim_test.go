@@ -131,3 +131,21 @@ func TestCheckFindsBrokenRings(t *testing.T) {
 		t.Fatalf("not repaired: %s", h.Net.Check())
 	}
 }
+
+// TestKindOfEveryBody: every message body the protocol defines is counted under its own kind,
+// named as its field (balancing messages were once counted as pongs).
+func TestKindOfEveryBody(t *testing.T) {
+	body := (&pb.Envelope{}).ProtoReflect().Descriptor().Oneofs().ByName("body")
+	fields := body.Fields()
+	if fields.Len() != numKinds {
+		t.Fatalf("%d message bodies, %d kinds", fields.Len(), numKinds)
+	}
+	for i := 0; i < fields.Len(); i++ {
+		fd := fields.Get(i)
+		m := &pb.Envelope{}
+		m.ProtoReflect().Set(fd, m.ProtoReflect().NewField(fd))
+		if got := KindNames[kindOf(m)]; got != string(fd.Name()) {
+			t.Errorf("body %s counted as %q", fd.Name(), got)
+		}
+	}
+}
