@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/skiprange/skiprange/nixmig"
+	"github.com/skiprange/skiprange/skipgraph"
 	"github.com/skiprange/skiprange/testnet/sim"
 	"github.com/skiprange/skiprange/testnet/workload"
 )
@@ -65,7 +66,7 @@ func defaultBalanceFlags() balanceFlags {
 	c := nixmig.DefaultConfig()
 	return balanceFlags{
 		runFlags: runFlags{nodes: 500, keys: 50_000, rate: 250, duration: 4000 * time.Second,
-			warmup: 700 * time.Second, stopAfter: 100 * time.Second},
+			warmup: 700 * time.Second, stopAfter: 100 * time.Second, requestTimeout: skipgraph.DefaultConfig().RequestTimeout},
 		seed: 1, algorithm: "nixmig", work: "pulse", unl: "smart", rnp: "smart",
 		width: 0.10, theta: 2, percent: 10, buckets: workload.DefaultBuckets,
 		rangeKeys: workload.DefaultRangeKeys, prefix: 5, sample: sampleEvery, crashAfter: 20 * time.Second,

@@ -86,6 +86,7 @@ func TestBalanceBadFlags(t *testing.T) {
 		{"thres zero", []string{"--thres", "0"}, []string{"--thres", "positive"}},
 		{"over-thres below thres", []string{"--thres", "60", "--over-thres", "50"}, []string{"--over-thres", "exceed --thres"}},
 		{"ttl zero", []string{"--ttl", "0"}, []string{"--ttl", "at least 1"}},
+		{"request timeout zero", []string{"--request-timeout", "0s"}, []string{"--request-timeout", "must be positive"}},
 		{"buckets zero", []string{"--buckets", "0"}, []string{"--buckets"}},
 		{"range keys zero", []string{"--range-keys", "0"}, []string{"--range-keys"}},
 		{"prefix zero", []string{"--prefix", "0"}, []string{"--prefix"}},

@@ -158,7 +158,9 @@ type runFlags struct {
 	nodes, keys                 int
 	rate                        float64
 	duration, warmup, stopAfter time.Duration
-	quiet                       bool
+	// requestTimeout is how long a node waits for a query's answer before sending it again.
+	requestTimeout time.Duration
+	quiet          bool
 }
 
 func (r *runFlags) register(fs *flag.FlagSet, keysUsage string) {
@@ -168,6 +170,7 @@ func (r *runFlags) register(fs *flag.FlagSet, keysUsage string) {
 	durationVar(fs, &r.duration, "duration", "longest run, from the first query, in virtual `time` (e.g. 4000s)")
 	durationVar(fs, &r.warmup, "warmup", "queries only, no balancing, for this `time`; the balancers start after it")
 	durationVar(fs, &r.stopAfter, "stop-after", "end the run this `time` after every node got under thres (0: run the whole --duration)")
+	durationVar(fs, &r.requestTimeout, "request-timeout", "a query not answered within this `time` is sent again (at most 3 attempts); every attempt's reads count in the nodes' load, so a timeout shorter than the slowest routes (one unit per hop) inflates the load")
 	fs.BoolVar(&r.quiet, "quiet", false, "no progress output on stderr")
 }
 
@@ -190,6 +193,9 @@ func (r *runFlags) validate() error {
 	if err := checkDuration("stop-after", r.stopAfter, true); err != nil {
 		return err
 	}
+	if err := checkDuration("request-timeout", r.requestTimeout, false); err != nil {
+		return err
+	}
 	if r.duration <= r.warmup {
 		return badUsage("--duration (%s) must exceed --warmup (%s)", secs(r.duration), secs(r.warmup))
 	}
@@ -204,6 +210,7 @@ const sampleEvery = 10 * time.Second
 func newParams(r runFlags, w workload.Workload) sim.BalanceParams {
 	net := sim.DefaultConfig()
 	net.Node.Balance.Window = r.warmup
+	net.Node.SkipGraph.RequestTimeout = r.requestTimeout
 	return sim.BalanceParams{
 		Nodes: r.nodes, Keys: r.keys, Seed: 1, Workload: w, Rate: r.rate,
 		Duration: r.duration, Warmup: r.warmup, StopAfter: r.stopAfter, Sample: sampleEvery, Net: net,
