@@ -46,7 +46,7 @@ func (n *Node) GiveNIX(toSucc bool, split overlay.Key, cause pb.Cause, done func
 		return fmt.Errorf("nix: node is busy with another handoff")
 	}
 	if n.unconfirmed() {
-		return fmt.Errorf("nix: node waits for its predecessor to confirm its place")
+		return fmt.Errorf("nix: node waits for its neighbours to confirm its place")
 	}
 	mine := n.Range()
 	if split == mine.Start || !mine.Contains(split) {

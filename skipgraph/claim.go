@@ -18,7 +18,7 @@ import (
 // without knowing that x had just joined it. n finds x by the intruder check (onPong) and
 // settles the overlap [x.start, n.end) by comparing the two claims:
 //
-//   - the claim of a node that waits for its predecessor's confirmation (restored from a
+//   - the claim of a node that waits for its neighbours' confirmation (restored from a
 //     snapshot, or back from standing still long enough to have been replaced) ranks below
 //     every confirmed claim: it predates whatever the ring did meanwhile, although its number
 //     alone cannot show it (the node may have moved a boundary just before it stopped, unheard

@@ -78,14 +78,14 @@ func (n *Node) Restore(s *pb.NodeSnapshot) error {
 	n.claim, n.clock, n.claimed = s.Claim, s.Claim, n.Range()
 	n.env.Report(overlay.Event{Kind: overlay.EventJoined, Range: n.Range(), Detail: "restored from snapshot"})
 	if n.levels[0].pred.ID != n.self.ID {
-		n.unconfirmedSince = n.env.Now()
+		n.startWait()
 	}
 	n.startMaintenance()
 	return nil
 }
 
 // mayBeReplaced reports whether the node must not answer for its range from its own store:
-// it waits for its predecessor's confirmation (after a restart), or its predecessor has been
+// it waits for its neighbours' confirmation (after a restart), or its predecessor has been
 // silent for long enough that it may have declared this node dead and taken its range over —
 // which then starts such a wait. A node paused or cut off for that long resumes holding
 // requests, not serving values its predecessor may have superseded.
@@ -109,13 +109,13 @@ func (n *Node) mayBeReplaced() bool {
 	if !frozen && !silent {
 		return false
 	}
-	n.unconfirmedSince = now
+	n.startWait()
 	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: pred.ID, Range: n.Range(),
-		Detail: "stood still or unheard long enough to have been declared dead; holding requests until the predecessor confirms"})
+		Detail: "stood still or unheard long enough to have been declared dead; holding requests until its neighbours confirm"})
 	return true
 }
 
-// unconfirmed reports whether the node waits for its predecessor's confirmation. Its copies may
+// unconfirmed reports whether the node waits for its neighbours' confirmation. Its copies may
 // be stale meanwhile, so it gives none of them away: no NIX, no leave, no re-admission push.
 func (n *Node) unconfirmed() bool { return !n.unconfirmedSince.IsZero() }
 
@@ -129,11 +129,33 @@ func (n *Node) silenceLimit() time.Duration {
 // for its predecessor's word before it gives its place up and joins again.
 const maxUnconfirmed = 20
 
-// checkConfirmed ends a waiting node's wait when its predecessor's pong names it as the
-// predecessor's successor: nobody took its range over, or the predecessor re-admitted it and
-// sent the items written meanwhile (on the same ordered path, before that pong).
+// startWait starts (or starts again) a wait for both level-0 neighbours' word.
+func (n *Node) startWait() {
+	n.unconfirmedSince = n.env.Now()
+	n.confirmedBy = [2]overlay.NodeID{}
+}
+
+// checkConfirmed ends a waiting node's wait once both level-0 neighbours vouch for its range:
+// its predecessor's pong names it as successor — nobody took its range over, or the
+// predecessor re-admitted it and sent the items written meanwhile (on the same ordered path,
+// before that pong) — and its successor's pong names it as predecessor, so no live node starts
+// inside what it holds. The second half matters to a node that was cut off: it took its silent
+// neighbours' ranges over, and the first node to link to it again on its return would otherwise
+// confirm a range that still covers live nodes, which it would then serve beside them (found by
+// the docker chaos test: an acknowledged write taken by such a node, and a stale read from the
+// real owner).
 func (n *Node) checkConfirmed(from overlay.Peer, p *pb.Pong) {
-	if n.unconfirmed() && from.ID == n.levels[0].pred.ID && overlay.PeerFromPB(p.Succ).ID == n.self.ID {
+	if !n.unconfirmed() {
+		return
+	}
+	lk := n.levels[0]
+	if from.ID == lk.pred.ID && overlay.PeerFromPB(p.Succ).ID == n.self.ID {
+		n.confirmedBy[0] = from.ID
+	}
+	if from.ID == lk.succ.ID && overlay.PeerFromPB(p.Pred).ID == n.self.ID {
+		n.confirmedBy[1] = from.ID
+	}
+	if n.confirmedBy[0] == lk.pred.ID && n.confirmedBy[1] == lk.succ.ID {
 		n.endWait()
 	}
 }
@@ -151,8 +173,8 @@ func (n *Node) checkWait() {
 	if now.Sub(n.heardAny) > n.silenceLimit() {
 		// Cut off: nobody can confirm it, and its copies may be growing older. The wait runs
 		// only while other nodes are heard (a node left alone by the death of every other
-		// holds its range until one joins).
-		n.unconfirmedSince = now
+		// holds its range until one joins). What its neighbours said before no longer counts.
+		n.startWait()
 		return
 	}
 	if now.Sub(n.unconfirmedSince) > maxUnconfirmed*n.cfg.ProbeInterval {
