@@ -437,7 +437,7 @@ func (n *Node) linksFailed(id overlay.NodeID, keep uint64) {
 	if lk := n.levels[0]; (gone(lk.pred) || gone(lk.succ)) && !n.unconfirmed() {
 		// If the predecessor too has been silent for long enough, it may as well have declared
 		// this node dead (a partition looks the same from both sides): check before the links
-		// change, and wait for a predecessor's word.
+		// change, and wait for the neighbours' word.
 		n.mayBeReplaced()
 	}
 	// Pings to the node that is gone must not count against a later node of the same name.

@@ -36,8 +36,8 @@ func (n *Node) Snapshot() *pb.NodeSnapshot {
 // Restore puts a restarted node back in the place its snapshot describes: the same start,
 // version and incarnation, the same neighbours, active at once. Its store must hold the items
 // it had. Neighbours that have not yet declared it dead see no change; if they have, the
-// predecessor took its range over and re-admits it. Until the predecessor's pong names it as
-// successor, the node holds the requests for its range rather than answer from copies that
+// predecessor took its range over and re-admits it. Until both level-0 neighbours vouch for its
+// range (checkConfirmed), the node holds the requests for its range rather than answer from copies that
 // writes made meanwhile may have superseded. It replaces Bootstrap and Join for a node with a
 // snapshot.
 func (n *Node) Restore(s *pb.NodeSnapshot) error {
@@ -126,7 +126,7 @@ func (n *Node) silenceLimit() time.Duration {
 }
 
 // maxUnconfirmed bounds, in probe intervals of hearing from others, how long a waiting node waits
-// for its predecessor's word before it gives its place up and joins again.
+// for its neighbours' word before it gives its place up and joins again.
 const maxUnconfirmed = 20
 
 // startWait starts (or starts again) a wait for both level-0 neighbours' word.
@@ -163,7 +163,7 @@ func (n *Node) checkConfirmed(from overlay.Peer, p *pb.Pong) {
 // checkWait runs on every tick: it starts a wait when the node stood still or its predecessor
 // fell silent (before anything asks for its range: a node cut off hears no requests either),
 // and ends a wait that lasted maxUnconfirmed probe intervals of hearing from others without the
-// predecessor's word: the node then joins again afresh (rejoinAfresh).
+// neighbours' word: the node then joins again afresh (rejoinAfresh).
 func (n *Node) checkWait() {
 	if !n.unconfirmed() {
 		n.mayBeReplaced()
