@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/skiprange/skiprange/nixmig"
-	"github.com/skiprange/skiprange/skipgraph"
 	"github.com/skiprange/skiprange/testnet/sim"
 	"github.com/skiprange/skiprange/testnet/workload"
 )
@@ -66,7 +65,7 @@ func defaultBalanceFlags() balanceFlags {
 	c := nixmig.DefaultConfig()
 	return balanceFlags{
 		runFlags: runFlags{nodes: 500, keys: 50_000, rate: 250, duration: 4000 * time.Second,
-			warmup: 700 * time.Second, stopAfter: 100 * time.Second, requestTimeout: skipgraph.DefaultConfig().RequestTimeout},
+			warmup: 700 * time.Second, stopAfter: 100 * time.Second, requestTimeout: queryTimeout},
 		seed: 1, algorithm: "nixmig", work: "pulse", unl: "smart", rnp: "smart",
 		width: 0.10, theta: 2, percent: 10, buckets: workload.DefaultBuckets,
 		rangeKeys: workload.DefaultRangeKeys, prefix: 5, sample: sampleEvery, crashAfter: 20 * time.Second,
@@ -107,6 +106,7 @@ func runBalance(args []string, stdout, stderr io.Writer) error {
 	f := defaultBalanceFlags()
 	fs, held := newFlagSet("balance")
 	f.register(fs)
+	startProfile := profileFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), balanceHelp)
 		fs.PrintDefaults()
@@ -118,9 +118,16 @@ func runBalance(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	stopProfile, err := startProfile()
+	if err != nil {
+		return err
+	}
 	bar := newProgress(stderr, f.quiet)
 	res, err := sim.RunBalance(p, bar.update)
 	bar.finish()
+	if perr := stopProfile(); err == nil && perr != nil {
+		err = fmt.Errorf("profile: %w", perr)
+	}
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skiprange/skiprange/skipgraph"
 )
 
 // experimentDef is one named experiment of 'skipsim experiment'.
@@ -127,7 +126,7 @@ func runExperiment(args []string, stdout, stderr io.Writer) error {
 	}
 	e := &expEnv{def: *def, command: commandLine("experiment", args), stdout: stdout, stderr: stderr, seeds: 3, parallel: runtime.NumCPU(),
 		runFlags: runFlags{nodes: 500, rate: 250, duration: 4000 * time.Second, warmup: 700 * time.Second, stopAfter: 100 * time.Second,
-			requestTimeout: skipgraph.DefaultConfig().RequestTimeout}}
+			requestTimeout: queryTimeout}}
 	fs, held := newFlagSet("experiment " + def.name)
 	e.register(fs)
 	fs.Usage = func() {
