@@ -373,11 +373,14 @@ func printBalance(w io.Writer, doc balanceDoc, p sim.BalanceParams) {
 		fmt.Fprintf(t, "completion\tnot reached: %d nodes still overloaded after %.0f s of balancing\n", r.OverloadedEnd, (p.Duration - p.Warmup).Seconds())
 	}
 	fmt.Fprintf(t, "messages\t%d balancing (%d more for query routing)\n", r.Messages, r.QueryMessages)
-	ratio := "-"
-	if r.LowerBound > 0 {
-		ratio = fmt.Sprintf("%.2f", float64(r.Items)/float64(r.LowerBound))
+	per := func(bound int) string {
+		if bound <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", float64(r.Items)/float64(bound))
 	}
-	fmt.Fprintf(t, "items moved\t%d (lower bound %d, ratio %s)\n", r.Items, r.LowerBound, ratio)
+	fmt.Fprintf(t, "items moved\t%d (SPEC §10 lower bound %d, ratio %s; placement bound %d, ratio %s)\n",
+		r.Items, r.LowerBound, per(r.LowerBound), r.PlacementBound, per(r.PlacementBound))
 	fmt.Fprintf(t, "MIG:NIX\t%d:%d = %.2f\n", r.MIG, r.NIX, r.MigNix)
 	fmt.Fprintf(t, "remote search\t%d probes, %d UNL hits, %d of %d remote tries accepted\n", r.Probes, r.UNLHits, r.RemoteOK, r.RemoteTries)
 	fmt.Fprintf(t, "waves\t%d started, %d ok, %d failed\n", r.WavesStarted, r.WavesOK, r.WavesFailed)

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
 )
 
 // experimentDef is one named experiment of 'skipsim experiment'.

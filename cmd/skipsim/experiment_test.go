@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -108,18 +109,24 @@ func TestSweepPulseQuick(t *testing.T) {
 	var algs []string
 	for _, r := range rows {
 		algs = append(algs, r[0])
-		if r[1] != "10%" || len(r) != 11 {
-			t.Errorf("row %v: want 11 cells for the 10%% pulse", r)
+		if r[1] != "10%" || len(r) != 12 {
+			t.Errorf("row %v: want 12 cells for the 10%% pulse", r)
+			continue
+		}
+		spec, _ := strconv.ParseFloat(r[5], 64)
+		placement, err := strconv.ParseFloat(r[6], 64)
+		if err != nil || placement > spec || placement <= 0 {
+			t.Errorf("row %v: items ÷ placement bound %q should be positive and at most items ÷ SPEC's bound %q", r, r[6], r[5])
 		}
 	}
 	if strings.Join(algs, " ") != "nixmig nix mig ib" {
 		t.Errorf("rows are for %v, want one per algorithm:\n%s", algs, stdout)
 	}
 	if len(rows) == 4 {
-		if ib := rows[3]; ib[7] != "-" || ib[10] != "-" {
+		if ib := rows[3]; ib[8] != "-" || ib[11] != "-" {
 			t.Errorf("the IB row has ratios to itself or a speed-up: %v", ib)
 		}
-		if nixmig := rows[0]; nixmig[10] == "-" || nixmig[7] == "-" {
+		if nixmig := rows[0]; nixmig[11] == "-" || nixmig[8] == "-" {
 			t.Errorf("the NIXMIG row lacks its ratios: %v", nixmig)
 		}
 	}

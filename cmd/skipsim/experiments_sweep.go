@@ -72,7 +72,7 @@ func sweep(e *expEnv, s sweepSpec) error {
 		return err
 	}
 	t := &report.Table{Title: s.title, Header: []string{"algorithm", s.xName, "time (s)", "messages", "items",
-		"items ÷ lower bound", "MIG:NIX", "time ÷ IB", "messages ÷ IB", "items ÷ IB"}}
+		"items ÷ lower bound", "items ÷ placement bound", "MIG:NIX", "time ÷ IB", "messages ÷ IB", "items ÷ IB"}}
 	if nix >= 0 {
 		t.Header = append(t.Header, "NIX time ÷ NIXMIG time")
 	}
@@ -85,7 +85,7 @@ func sweep(e *expEnv, s sweepSpec) error {
 				return ratioCell(pt, pts[ib][x], m)
 			}
 			row := []any{alg.String(), s.xLabel(s.xs[x]), timeCell(pt), cell(messagesOf(pt)), cell(itemsOf(pt)),
-				cell(lbRatioOf(pt)), cell(migNixOf(pt)), vsIB(timeOf), vsIB(messagesOf), vsIB(itemsOf)}
+				cell(lbRatioOf(pt)), cell(placementOf(pt)), cell(migNixOf(pt)), vsIB(timeOf), vsIB(messagesOf), vsIB(itemsOf)}
 			switch {
 			case nix >= 0 && alg == nixmig.NIXMIG:
 				row = append(row, ratioCell(pts[nix][x], pt, timeOf))

@@ -54,6 +54,7 @@ var (
 	// migrantItemsOf: the items migrants took from their targets (what SmartRNP minimizes).
 	migrantItemsOf = perRun(func(r *sim.BalanceResult) float64 { return float64(r.MigrantItems) })
 	lbRatioOf      = perRun(func(r *sim.BalanceResult) float64 { return ratio(float64(r.Items), float64(r.LowerBound)) })
+	placementOf    = perRun(func(r *sim.BalanceResult) float64 { return ratio(float64(r.Items), float64(r.PlacementBound)) })
 	migNixOf       = perRun(func(r *sim.BalanceResult) float64 { return ratio(float64(r.MIG), float64(r.NIX)) })
 	probesOf       = perRun(func(r *sim.BalanceResult) float64 { return float64(r.Probes) })
 	successOf      = perRun(func(r *sim.BalanceResult) float64 { return ratio(float64(r.RemoteOK), float64(r.RemoteTries)) })

@@ -84,6 +84,9 @@ type BalanceResult struct {
 	WavesOK      int     `json:"waves_ok"`
 	WavesFailed  int     `json:"waves_failed"`
 	LowerBound   int     `json:"lower_bound_items"`
+	// PlacementBound: a stronger lower bound that also counts the nodes a loaded stretch needs
+	// (workload.PlacementLowerBound), from the same loads as LowerBound.
+	PlacementBound int `json:"placement_bound_items"`
 	// Overloaded and the Gini coefficient and max/mean load at the warm-up's end and the run's end.
 	OverloadedStart int     `json:"overloaded_start"`
 	OverloadedEnd   int     `json:"overloaded_end"`
@@ -293,7 +296,7 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 			lastItems = itemsBefore
 			loads, over := loadsNow()
 			res.OverloadedStart, res.GiniStart, res.MaxMeanStart = over, workload.Gini(loads), maxMean(loads)
-			res.LowerBound = h.lowerBound()
+			res.LowerBound, res.PlacementBound = h.lowerBounds()
 		}
 		if !started {
 			continue
@@ -391,21 +394,27 @@ func (h *Harness) checkBalanced() string {
 	return fmt.Sprint(problems)
 }
 
-// lowerBound is SPEC §10's lower bound on moved items: for each overloaded node, its key count
-// minus the longest piece of its range with load under thres.
-func (h *Harness) lowerBound() int {
-	total := 0
+// lowerBounds returns SPEC §10's lower bound on moved items (for each overloaded node, its key
+// count minus the longest piece of its range with load under its thres) and the placement bound
+// (workload.PlacementLowerBound, with the highest thres of any node, and never below the first),
+// both from the key loads the nodes measure now.
+func (h *Harness) lowerBounds() (spec, placement int) {
 	now := h.Net.epoch.Add(h.Net.now)
-	for _, s := range h.Net.owners() {
+	var loads []float64
+	var owned [][2]int
+	thres := 0.0
+	for _, s := range h.Net.owners() { // in ring order
 		b := s.node.Balancer
-		var loads []float64
+		lo := len(loads)
 		_ = s.node.Store().Ascend(s.node.Range(), func(k overlay.Key, _ []byte) bool {
 			loads = append(loads, b.Tracker().KeyLoad(k, now))
 			return true
 		})
-		total += workload.LowerBoundMoves(loads, [][2]int{{0, len(loads)}}, b.Config().Thres)
+		owned = append(owned, [2]int{lo, len(loads)})
+		spec += workload.LowerBoundMoves(loads[lo:], [][2]int{{0, len(loads) - lo}}, b.Config().Thres)
+		thres = max(thres, b.Config().Thres)
 	}
-	return total
+	return spec, max(spec, workload.PlacementLowerBound(loads, owned, thres))
 }
 
 func maxOf(xs []float64) float64 {

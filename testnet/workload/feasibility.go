@@ -88,24 +88,13 @@ func LowerBoundMoves(loads []float64, owned [][2]int, thres float64) int {
 	total := 0
 	for _, iv := range owned {
 		lo, hi := clamp(iv[0]), clamp(iv[1])
-		n := hi - lo
-		if lo > hi {
-			n = k - lo + hi
+		var mine []float64
+		if lo <= hi {
+			mine = loads[lo:hi]
+		} else { // the seam owner's range [lo, K) ∪ [0, hi)
+			mine = append(append(mine, loads[lo:]...), loads[:hi]...)
 		}
-		at := func(j int) float64 { return loads[(lo+j)%k] } // j-th key of the node's range
-		best, left, sum := 0, 0, 0.0
-		for right := 0; right < n; right++ {
-			sum += at(right)
-			for left <= right && !(sum < thres) {
-				sum -= at(left)
-				left++
-			}
-			if left > right {
-				sum = 0 // empty window: drop accumulated rounding
-			}
-			best = max(best, right-left+1)
-		}
-		total += n - best
+		total += len(mine) - longestLight(mine, thres)
 	}
 	return total
 }
