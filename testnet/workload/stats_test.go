@@ -227,3 +227,21 @@ func TestGini(t *testing.T) {
 		}
 	}
 }
+
+// TestMinNodesOnThePulse: on the thesis's 10% pulse a hot key carries 5/s, so a node holds at
+// most eleven hot keys under thres 60 (twelve make 60). The float sums of the keys' loads land
+// a hair above or below 60; the count must not depend on which.
+func TestMinNodesOnThePulse(t *testing.T) {
+	for _, tc := range []struct {
+		width float64
+		want  int
+	}{{0.1, 454}, {0.05, 498}, {0.03, 498}} {
+		p, err := NewPulse(50_000, 100, tc.width)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := MinNodes(p.KeyLoads(250, 0), 60); got != tc.want {
+			t.Errorf("pulse %g%%: MinNodes = %d, want %d", tc.width*100, got, tc.want)
+		}
+	}
+}
