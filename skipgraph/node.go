@@ -77,9 +77,10 @@ type Node struct {
 	maintain maintainState
 
 	// unconfirmedSince is set while a node that may have been replaced waits for its neighbours
-	// to vouch for its range (checkConfirmed): after a restart (Restore), or after its predecessor fell silent
-	// for long enough to have declared it dead (a pause, a partition). Until then it holds the
-	// requests for its range rather than answer from copies that may be stale.
+	// to vouch for its range (checkConfirmed): after a restart (Restore), or after its
+	// predecessor fell silent for long enough to have declared it dead (a pause, a partition).
+	// Until then it holds the requests for its range rather than answer from copies that may be
+	// stale.
 	unconfirmedSince time.Time
 	// confirmedBy names the predecessor and the successor whose pongs vouched for this node's
 	// range during the wait (checkConfirmed).

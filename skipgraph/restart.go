@@ -37,9 +37,9 @@ func (n *Node) Snapshot() *pb.NodeSnapshot {
 // version and incarnation, the same neighbours, active at once. Its store must hold the items
 // it had. Neighbours that have not yet declared it dead see no change; if they have, the
 // predecessor took its range over and re-admits it. Until both level-0 neighbours vouch for its
-// range (checkConfirmed), the node holds the requests for its range rather than answer from copies that
-// writes made meanwhile may have superseded. It replaces Bootstrap and Join for a node with a
-// snapshot.
+// range (checkConfirmed), the node holds the requests for its range rather than answer from
+// copies that writes made meanwhile may have superseded. It replaces Bootstrap and Join for a
+// node with a snapshot.
 func (n *Node) Restore(s *pb.NodeSnapshot) error {
 	if n.state != StateNew {
 		return fmt.Errorf("restore: node is %s", n.state)

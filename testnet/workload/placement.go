@@ -12,15 +12,15 @@ import "sort"
 // so no interval wraps). The argument, for any arc R made of the ranges of consecutive nodes
 // (fewer than all of them):
 //   - in the end every node owns a contiguous arc with load < thres, and those arcs partition the
-//     ring; cut to R, they split R into contiguous light pieces, at least MinNodes(R) of them — and
-//     one end arc can cover both ends of R (it then yields two pieces), so at least MinNodes(R) − 2
-//     end arcs lie wholly inside R;
+//     ring; cut to R, they split R into contiguous light pieces, at least MinNodes(R) of them —
+//     and one end arc can cover both ends of R (it then yields two pieces), so at least
+//     MinNodes(R) − 2 end arcs lie wholly inside R;
 //   - a node whose end arc lies inside R keeps only keys of its own range that are in R: a node from
 //     outside R keeps none (it moves all of its keys), a node from inside keeps at most its
 //     longest light piece, which is what LowerBoundMoves already charges it;
-//   - so beyond LowerBoundMoves at least j = MinNodes(R) − 2 − |R's nodes| outside nodes move all
-//     their keys, each costing its longest light piece more than LowerBoundMoves charged it; the
-//     cheapest j of them give a bound.
+//   - so beyond LowerBoundMoves at least j = MinNodes(R) − 2 − |R's nodes| outside nodes move
+//     all their keys, each costing its longest light piece more than LowerBoundMoves charged it;
+//     the cheapest j of them give a bound.
 //
 // The result is LowerBoundMoves plus the largest such extra over the arcs tried. Any arc gives a
 // valid bound, so trying only some is safe: arcs start and end at nodes with load (an arc with an
@@ -29,21 +29,22 @@ import "sort"
 // O(starts · keys).
 func PlacementLowerBound(loads []float64, owned [][2]int, thres float64) int {
 	n := len(owned)
-	base := LowerBoundMoves(loads, owned, thres)
-	if n < 3 {
-		return base
-	}
+	base := 0               // LowerBoundMoves: what each node must shed of its own range
 	light := make([]int, n) // longest light piece of each node's range: its extra cost
 	load := make([]float64, n)
 	var starts []int
 	for i, iv := range owned {
 		light[i] = longestLight(loads[iv[0]:iv[1]], thres)
+		base += iv[1] - iv[0] - light[i]
 		for _, l := range loads[iv[0]:iv[1]] {
 			load[i] += l
 		}
 		if load[i] > 0 {
 			starts = append(starts, i)
 		}
+	}
+	if n < 3 {
+		return base
 	}
 	if steps := len(starts) * len(loads); steps > maxPlacementSteps {
 		// Arcs that start where the load rises are tried first: a hot stretch starts there.
