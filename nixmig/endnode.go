@@ -1,6 +1,7 @@
 package nixmig
 
 import (
+	"math"
 	"time"
 
 	"go.uber.org/zap"
@@ -367,26 +368,63 @@ func (b *Balancer) placeBelow(keys []overlay.Key, share float64) bool {
 // never hands out the key farthest from that end, and returns fewer cuts when the load runs out.
 func (b *Balancer) migSplits(keys []overlay.Key, below bool, share float64, r int) []overlay.Key {
 	now := b.env.Now()
-	var splits []overlay.Key
-	acc, want := 0.0, share
 	n := len(keys)
-	for j := 0; j < n-1 && len(splits) < r; j++ {
-		k := keys[n-1-j] // from the upper end
+	fromEnd := func(j int) overlay.Key { // the j-th key counted from the chosen end
 		if below {
-			k = keys[j]
+			return keys[j]
 		}
-		acc += b.load.KeyLoad(k, now)
-		if acc < want {
-			continue
-		}
+		return keys[n-1-j]
+	}
+	loads := make([]float64, n)
+	for j := range loads {
+		loads[j] = b.load.KeyLoad(fromEnd(j), now)
+	}
+	keep := b.cfg.Keep()
+	if b.cfg.FaithfulMigShare {
+		keep = math.Inf(1)
+	}
+	var splits []overlay.Key
+	for _, j := range cutPieces(loads, share, keep, r) {
 		if below {
-			// The piece is [start, k] inclusive: it ends just after k.
-			k += "\x00"
+			splits = append(splits, keys[j]+"\x00") // the piece is [start, keys[j]] inclusive
+		} else {
+			splits = append(splits, keys[n-1-j]) // the piece is [keys[n-1-j], end)
 		}
-		splits = append(splits, k)
-		want += share
 	}
 	return splits
+}
+
+// cutPieces cuts up to r pieces off the front of loads (key loads counted from one end of a
+// range), each carrying share, and returns the index of each piece's last key; the last key of
+// loads is never handed out, and fewer pieces come back when the load runs out.
+//
+// A piece never grows above keep unless one key alone does: it is cut before the key that would
+// take it there, and the next piece aims at a whole share from that cut. Where a few hot keys
+// fill a node, cutting wherever the running sum reached the next share gave some migrants one
+// key too many — six keys of 10/s is 60, over thres from the start — and others one too few;
+// on the tightest pulses every such slot is needed. (The thesis's rule, FaithfulMigShare, has
+// no cap: keep is +Inf.)
+func cutPieces(loads []float64, share, keep float64, r int) []int {
+	var cuts []int
+	acc, piece, want := 0.0, 0.0, share
+	for j := 0; j < len(loads)-1 && len(cuts) < r; j++ {
+		l := loads[j]
+		if piece > 0 && piece+l > keep {
+			cuts = append(cuts, j-1)
+			piece, want = 0, acc+share
+			if len(cuts) == r {
+				break
+			}
+		}
+		acc += l
+		piece += l
+		if acc >= want {
+			cuts = append(cuts, j)
+			piece = 0
+			want += share
+		}
+	}
+	return cuts
 }
 
 func (b *Balancer) onMigOrder(from overlay.Peer, wave uint64, o *pb.MigOrder) {

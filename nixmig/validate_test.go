@@ -1,6 +1,7 @@
 package nixmig
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -63,19 +64,25 @@ func TestMovedLoad(t *testing.T) {
 }
 
 func TestExNodes(t *testing.T) {
-	b := &Balancer{cfg: DefaultConfig()}
+	// Ours: nodes filled to what they carry when their keys are packed whole under keep (57 by
+	// default, 50 when the keys are of 10/s).
+	for _, c := range []struct {
+		l, fill float64
+		want    int
+	}{{30, 57, 0}, {57, 57, 0}, {58, 57, 1}, {114, 57, 1}, {115, 57, 2}, {160, 57, 2}, {160, 50, 3}, {440, 57, 7}} {
+		if got := extraNodes(c.l, c.fill); got != c.want {
+			t.Errorf("extraNodes(%v, %v) = %d, want %d", c.l, c.fill, got, c.want)
+		}
+	}
+	// The thesis's: floor(l/thres - 1).
 	faithful := &Balancer{cfg: DefaultConfig()}
 	faithful.cfg.FaithfulExNodes = true
-	cases := []struct {
-		l            float64
-		ours, thesis int
-	}{{30, 0, 0}, {60, 0, 0}, {61, 1, 0}, {119, 1, 0}, {120, 1, 1}, {121, 2, 1}, {440, 7, 6}}
-	for _, c := range cases {
-		if got := b.exNodes(c.l); got != c.ours {
-			t.Errorf("exNodes(%v) = %d, want %d", c.l, got, c.ours)
-		}
-		if got := faithful.exNodes(c.l); got != c.thesis {
-			t.Errorf("faithful exNodes(%v) = %d, want %d", c.l, got, c.thesis)
+	for _, c := range []struct {
+		l    float64
+		want int
+	}{{30, 0}, {60, 0}, {61, 0}, {119, 0}, {120, 1}, {121, 1}, {440, 6}} {
+		if got := faithful.exNodes(c.l); got != c.want {
+			t.Errorf("faithful exNodes(%v) = %d, want %d", c.l, got, c.want)
 		}
 	}
 }
@@ -109,6 +116,58 @@ func TestConfigValidate(t *testing.T) {
 		a, err := ParseAlgorithm(name)
 		if err != nil || a.String() != name {
 			t.Errorf("ParseAlgorithm(%q) = %v, %v", name, a, err)
+		}
+	}
+}
+
+func TestPackedLoad(t *testing.T) {
+	tens := func(n int) []float64 {
+		l := make([]float64, n)
+		for i := range l {
+			l[i] = 10
+		}
+		return l
+	}
+	for _, c := range []struct {
+		name  string
+		loads []float64
+		want  float64
+	}{
+		{"sixteen keys of 10/s: five per node", tens(16), 50},
+		{"too few to fill a node", tens(5), 57},
+		{"no keys", nil, 57},
+		{"keys above keep: one per node", []float64{80, 90, 70}, 85},
+		{"mixed", []float64{30, 20, 10, 40, 5, 5, 30}, 52.5},
+	} {
+		if got := packedLoad(c.loads, 57); got != c.want {
+			t.Errorf("%s: packedLoad = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestCutPieces(t *testing.T) {
+	tens := make([]float64, 16)
+	for i := range tens {
+		tens[i] = 10
+	}
+	for _, c := range []struct {
+		name        string
+		loads       []float64
+		share, keep float64
+		r           int
+		want        []int
+	}{
+		// 160 for two migrants and the end node: the share, 53.3, is reached at the sixth key.
+		{"uncapped, the thesis's cut", tens, 160.0 / 3, math.Inf(1), 2, []int{5, 10}},
+		{"capped at keep: five keys each", tens, 160.0 / 3, 57, 2, []int{4, 9}},
+		{"share under keep: the cap changes nothing", tens, 40, 57, 3, []int{3, 7, 11}},
+		{"fewer pieces when the load runs out", tens, 60, math.Inf(1), 5, []int{5, 11}},
+		{"the last key is never handed out", []float64{10, 10, 10}, 100, 57, 1, nil},
+		{"one key above keep makes a piece alone", []float64{5, 80, 5, 5, 5}, 50, 57, 3, []int{0, 1}},
+	} {
+		got := cutPieces(c.loads, c.share, c.keep, c.r)
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%s: cutPieces = %v, want %v", c.name, got, c.want)
 		}
 	}
 }

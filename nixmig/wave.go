@@ -172,7 +172,42 @@ func (b *Balancer) exNodes(l float64) int {
 	if b.cfg.FaithfulExNodes {
 		return max(0, int(math.Floor(l/b.cfg.Thres-1)))
 	}
-	return max(0, int(math.Ceil(l/b.cfg.Thres))-1)
+	return extraNodes(l, b.packedFill())
+}
+
+// extraNodes is how many nodes besides one a load l needs when a node carries fill.
+func extraNodes(l, fill float64) int { return max(0, int(math.Ceil(l/fill))-1) }
+
+// packedFill is the load one node carries when this node's keys are packed in order, whole,
+// under Keep (packedLoad).
+func (b *Balancer) packedFill() float64 {
+	now := b.env.Now()
+	var loads []float64
+	_ = b.store.Ascend(b.sg.Range(), func(k overlay.Key, _ []byte) bool {
+		loads = append(loads, b.load.KeyLoad(k, now))
+		return true
+	})
+	return packedLoad(loads, b.cfg.Keep())
+}
+
+// packedLoad is the mean load of the full pieces when keys with these loads are packed in order,
+// whole, into pieces under keep (keep itself when they fill none). Where a few hot keys fill a
+// node — six keys of 10/s cannot stay under 60 — a node carries 50, not 60, and a count by thres
+// asked for too few nodes: the end node kept a lump over thres after its wave.
+func packedLoad(loads []float64, keep float64) float64 {
+	piece, full, pieces := 0.0, 0.0, 0
+	for _, l := range loads {
+		if piece > 0 && piece+l > keep {
+			full += piece
+			pieces++
+			piece = 0
+		}
+		piece += l
+	}
+	if pieces == 0 {
+		return keep
+	}
+	return full / float64(pieces)
 }
 
 // --- the local wave (SPEC §6.1) ---
