@@ -171,11 +171,16 @@ func (b *Balancer) onRemoteReply(wave uint64, r *pb.RemoteReply) {
 		return
 	}
 	b.Stats.RemoteAccepted++
+	if len(r.Migrants) == 0 {
+		// M is light but its successor is not light enough to leave its range to M: the
+		// candidate gives nothing, so the next one is asked (up to seekM's tries).
+		b.send(overlay.NodeID(r.M.Id), wave, &pb.Release{Reason: "no migrants"})
+		e.m = overlay.Peer{}
+		b.seekM(e, overlay.Peer{})
+		return
+	}
 	e.m = overlay.PeerFromPB(r.M)
 	e.migrants = overlay.PeersFromPB(r.Migrants)
-	if len(e.migrants) == 0 {
-		b.send(e.m.ID, wave, &pb.Release{Reason: "no migrants"})
-	}
 	b.startNIX(e)
 }
 
