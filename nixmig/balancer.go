@@ -76,7 +76,6 @@ type endState struct {
 	done     int           // migrants that reported their end
 	share    float64
 	below    bool
-	nixes    int
 	migs     int
 }
 

@@ -514,7 +514,7 @@ func (b *Balancer) finishEnd(e *endState, ok bool) {
 		b.send(p.ID, e.wave, &pb.Release{Reason: "wave over"})
 	}
 	b.unlock(e.wave)
-	b.send(e.chain[0].ID, e.wave, &pb.WaveDone{Ok: ok, Dir: e.dir, Nixes: uint32(e.nixes), Migrations: uint32(e.migs)})
+	b.send(e.chain[0].ID, e.wave, &pb.WaveDone{Ok: ok, Dir: e.dir, Migrations: uint32(e.migs)})
 }
 
 // abortEnd gives up a wave at its end node: everyone still reserved goes free.

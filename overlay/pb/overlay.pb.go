@@ -3461,12 +3461,12 @@ func (x *MigDone) GetLeft() bool {
 	return false
 }
 
-// WaveDone tells the initiator how its wave ended.
+// WaveDone tells the initiator how its wave ended. (Field 3 once counted the chain's NIXes, which
+// the end node never sees; it was always 0.)
 type WaveDone struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Ok            bool                   `protobuf:"varint,1,opt,name=ok,proto3" json:"ok,omitempty"`
 	Dir           Side                   `protobuf:"varint,2,opt,name=dir,proto3,enum=skiprange.overlay.Side" json:"dir,omitempty"`
-	Nixes         uint32                 `protobuf:"varint,3,opt,name=nixes,proto3" json:"nixes,omitempty"`
 	Migrations    uint32                 `protobuf:"varint,4,opt,name=migrations,proto3" json:"migrations,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3514,13 +3514,6 @@ func (x *WaveDone) GetDir() Side {
 		return x.Dir
 	}
 	return Side_SIDE_UNSPECIFIED
-}
-
-func (x *WaveDone) GetNixes() uint32 {
-	if x != nil {
-		return x.Nixes
-	}
-	return 0
 }
 
 func (x *WaveDone) GetMigrations() uint32 {
@@ -4143,14 +4136,13 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x05below\x18\x03 \x01(\bR\x05below\"-\n" +
 	"\aMigDone\x12\x0e\n" +
 	"\x02ok\x18\x01 \x01(\bR\x02ok\x12\x12\n" +
-	"\x04left\x18\x02 \x01(\bR\x04left\"{\n" +
+	"\x04left\x18\x02 \x01(\bR\x04left\"k\n" +
 	"\bWaveDone\x12\x0e\n" +
 	"\x02ok\x18\x01 \x01(\bR\x02ok\x12)\n" +
-	"\x03dir\x18\x02 \x01(\x0e2\x17.skiprange.overlay.SideR\x03dir\x12\x14\n" +
-	"\x05nixes\x18\x03 \x01(\rR\x05nixes\x12\x1e\n" +
+	"\x03dir\x18\x02 \x01(\x0e2\x17.skiprange.overlay.SideR\x03dir\x12\x1e\n" +
 	"\n" +
 	"migrations\x18\x04 \x01(\rR\n" +
-	"migrations\"\x1b\n" +
+	"migrationsJ\x04\b\x03\x10\x04\"\x1b\n" +
 	"\x05Probe\x12\x12\n" +
 	"\x04load\x18\x01 \x01(\x01R\x04load\"z\n" +
 	"\n" +
