@@ -89,8 +89,10 @@ type Config struct {
 	// §6.1), instead of the load of the whole keys the node will hand on, which can exceed it by
 	// up to one key's load.
 	FaithfulMoved bool
-	// FaithfulExNodes: exNodes = ⌊tmpL/thres − 1⌋ as in the thesis, instead of ⌈tmpL/thres⌉ − 1.
-	// FaithfulMigShare: each migrant takes tmpL_E/rNodes instead of tmpL_E/(rNodes+1).
+	// FaithfulExNodes: exNodes = ⌊tmpL/thres − 1⌋ as in the thesis, instead of ⌈tmpL/fill⌉ − 1
+	// with fill the load of a node holding this node's keys packed whole under Keep.
+	// FaithfulMigShare: each migrant takes tmpL_E/rNodes instead of L_E/(rNodes+1), and its
+	// piece is not capped at Keep.
 	FaithfulExNodes  bool
 	FaithfulMigShare bool
 	// IBInterval and IBEpsilon: Item Balancing's probe period and lightness ratio.
