@@ -32,7 +32,7 @@ type Stats struct {
 	Locked                             time.Duration // total time held by locks
 }
 
-// MaxLeaseFactor bounds every lease: no lock lasts longer than MaxLeaseFactor·Config.Lease
+// MaxLeaseFactor bounds every lease: no lock lasts longer than MaxLeaseFactor·Config.LockLease()
 // without renewal.
 const MaxLeaseFactor = 6
 

@@ -72,7 +72,8 @@ type Config struct {
 	Slots  int
 	// CheckInterval: how often an idle node compares its load with Thres.
 	CheckInterval time.Duration
-	// Lease: how long a lock holds without renewal (SPEC §3).
+	// Lease: the shortest time a lock holds without renewal (SPEC §3); LockLease lengthens it
+	// for long waves.
 	Lease time.Duration
 	// HopTime: one back-off slot (SPEC §6.5).
 	HopTime time.Duration
@@ -126,6 +127,15 @@ func DefaultConfig() Config {
 		IBEpsilon:         0.25,
 		DirectionHalfLife: 60 * time.Second,
 	}
+}
+
+// LockLease is how long a lock holds without renewal. SPEC §3: 4·ttl hop times for the locking
+// plus the expected transfer time — about 4 hop times per NIX of the chain, so 8·ttl hop times in
+// all — and never less than Lease, which also covers the remote wave's probes and candidates.
+// A fixed lease made waves longer than ttl 5 lose their first members' locks before the NIX
+// chain reached them (at ttl 10 the 5% pulse took twice as long with 40 s as with 80 s).
+func (c Config) LockLease() time.Duration {
+	return max(c.Lease, time.Duration(8*c.TTL)*c.HopTime)
 }
 
 // Faithful returns c with the thesis's literal rules wherever ours differ: no headroom, waves

@@ -19,7 +19,7 @@ import (
 func (b *Balancer) beginEnd(wave uint64, dir pb.Side, chain []overlay.Peer, tmpL float64, ex int) {
 	e := &endState{wave: wave, dir: dir, chain: chain, tmpL: tmpL, exNodes: min(ex, maxChain-1), probes: b.cfg.MaxProbes}
 	b.end = e
-	b.renew(wave, b.cfg.Lease)
+	b.renew(wave, b.cfg.LockLease())
 	if e.exNodes > 0 && b.cfg.Algorithm != NIXOnly {
 		b.seekM(e, overlay.Peer{})
 		return
@@ -129,7 +129,7 @@ func (b *Balancer) onRemoteLock(from overlay.Peer, wave uint64, r *pb.RemoteLock
 	l := b.load.Load(b.env.Now())
 	// M and the migrants wait for the NIX chain and the migrations before them; a long wave
 	// still gets a bounded lease.
-	lease := b.cfg.Lease * time.Duration(min(r.Want+2, MaxLeaseFactor))
+	lease := b.cfg.LockLease() * time.Duration(min(r.Want+2, MaxLeaseFactor))
 	if r.M == nil {
 		if !b.idle() || l >= b.cfg.Thres || end == b.sg.ID() {
 			b.send(end, wave, &pb.RemoteReply{Reason: "candidate not idle or not underloaded"})
@@ -190,7 +190,7 @@ func (b *Balancer) startNIX(e *endState) {
 	if e.migrants == nil {
 		e.migrants = []overlay.Peer{}
 	}
-	b.renew(e.wave, b.cfg.Lease)
+	b.renew(e.wave, b.cfg.LockLease())
 	b.send(e.chain[0].ID, e.wave, &pb.NixTurn{Dir: e.dir, Chain: overlay.PeersToPB(e.chain), Index: 0})
 }
 
@@ -212,7 +212,7 @@ func (b *Balancer) onNixTurn(wave uint64, t *pb.NixTurn) {
 		}
 		return
 	}
-	b.renew(wave, b.cfg.Lease)
+	b.renew(wave, b.cfg.LockLease())
 	pass := func() {
 		b.unlock(wave)
 		b.send(chain[i+1].ID, wave, &pb.NixTurn{Dir: t.Dir, Chain: t.Chain, Index: t.Index + 1})
@@ -322,7 +322,7 @@ func (b *Balancer) cutPiece(keys []overlay.Key, up bool, want float64) (overlay.
 // them one after another, each as soon as the one before has handed its old range over: the
 // leaves chain towards M one at a time, while the joins next to the end node overlap with them.
 func (b *Balancer) migPhase(e *endState) {
-	b.renew(e.wave, b.cfg.Lease)
+	b.renew(e.wave, b.cfg.LockLease())
 	r := len(e.migrants)
 	l := b.load.Load(b.env.Now())
 	if r == 0 || l <= b.cfg.Thres {
@@ -348,7 +348,7 @@ func (b *Balancer) migPhase(e *endState) {
 func (b *Balancer) orderMigrant(e *endState) {
 	i := e.ordered
 	e.ordered++
-	b.renew(e.wave, b.cfg.Lease)
+	b.renew(e.wave, b.cfg.LockLease())
 	b.send(e.migrants[i].ID, e.wave, &pb.MigOrder{Target: b.sg.Self().ToPB(), Split: []byte(e.splits[i]), Below: e.below})
 }
 
@@ -437,7 +437,7 @@ func (b *Balancer) onMigOrder(from overlay.Peer, wave uint64, o *pb.MigOrder) {
 		b.send(from.ID, wave, &pb.MigDone{})
 		return
 	}
-	b.renew(wave, b.cfg.Lease*4)
+	b.renew(wave, b.cfg.LockLease()*4)
 	inc := b.sg.Self().Incarnation
 	if err := b.sg.Migrate(overlay.NodeID(o.Target.Id), overlay.Key(o.Split), o.Below); err != nil {
 		b.env.Logger().Info("migration refused", zap.Error(err))

@@ -52,7 +52,7 @@ func (b *Balancer) onIBProbeReply(from overlay.Peer, r *pb.ProbeReply) {
 	adjacent := from.ID == pred.ID || from.ID == succ.ID
 	switch {
 	case adjacent && li > lj:
-		b.lockFor(wave, roleIB, b.cfg.Lease)
+		b.lockFor(wave, roleIB, b.cfg.LockLease())
 		b.ibGive(wave, from.ID == succ.ID, (li-lj)/2)
 	case adjacent:
 		b.send(from.ID, wave, &pb.IBNix{Load: (lj - li) / 2})
@@ -88,7 +88,7 @@ func (b *Balancer) onIBOffer(from overlay.Peer, wave uint64, o *pb.IBOffer) {
 		if !b.idle() {
 			return
 		}
-		b.lockFor(wave, roleIB, b.cfg.Lease)
+		b.lockFor(wave, roleIB, b.cfg.LockLease())
 		b.ib.heavy = overlay.PeerFromPB(o.Heavy)
 		l := b.load.Load(b.env.Now())
 		_, succ := b.sg.Neighbors(0)
@@ -104,7 +104,7 @@ func (b *Balancer) onIBOffer(from overlay.Peer, wave uint64, o *pb.IBOffer) {
 			b.send(from.ID, wave, &pb.IBNix{Load: 0}) // declined
 			return
 		}
-		b.lockFor(wave, roleIB, b.cfg.Lease)
+		b.lockFor(wave, roleIB, b.cfg.LockLease())
 		b.ibGive(wave, false, (l-o.LightLoad)/2)
 		b.send(from.ID, wave, &pb.Release{Reason: "neighbour gives"})
 	case pb.IBStep_IB_PLACE:
@@ -117,7 +117,7 @@ func (b *Balancer) onIBOffer(from overlay.Peer, wave uint64, o *pb.IBOffer) {
 			b.send(from.ID, wave, &pb.Release{Reason: "nothing to split"})
 			return
 		}
-		b.lockFor(wave, roleIB, b.cfg.Lease*4)
+		b.lockFor(wave, roleIB, b.cfg.LockLease()*4)
 		b.ib.placing = wave
 		b.send(from.ID, wave, &pb.MigOrder{Target: b.sg.Self().ToPB(), Split: []byte(split)})
 	}
@@ -141,6 +141,6 @@ func (b *Balancer) onIBNix(from overlay.Peer, wave uint64, n *pb.IBNix) {
 	if !b.idle() || (from.ID != pred.ID && from.ID != succ.ID) {
 		return
 	}
-	b.lockFor(wave, roleIB, b.cfg.Lease)
+	b.lockFor(wave, roleIB, b.cfg.LockLease())
 	b.ibGive(wave, from.ID == succ.ID, n.Load)
 }

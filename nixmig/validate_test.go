@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/skiprange/skiprange/overlay/pb"
 )
@@ -168,6 +169,27 @@ func TestCutPieces(t *testing.T) {
 		got := cutPieces(c.loads, c.share, c.keep, c.r)
 		if fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("%s: cutPieces = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestLockLease(t *testing.T) {
+	// SPEC §3: 4·ttl hop times for locking plus the chain's transfers (8·ttl in all), never less
+	// than Lease.
+	for _, c := range []struct {
+		ttl        int
+		hop, lease time.Duration
+		want       time.Duration
+	}{
+		{5, time.Second, 40 * time.Second, 40 * time.Second},
+		{10, time.Second, 40 * time.Second, 80 * time.Second},
+		{1, time.Second, 40 * time.Second, 40 * time.Second},
+		{5, 50 * time.Millisecond, 10 * time.Second, 10 * time.Second},
+	} {
+		cfg := DefaultConfig()
+		cfg.TTL, cfg.HopTime, cfg.Lease = c.ttl, c.hop, c.lease
+		if got := cfg.LockLease(); got != c.want {
+			t.Errorf("ttl %d, hop %v, lease %v: LockLease = %v, want %v", c.ttl, c.hop, c.lease, got, c.want)
 		}
 	}
 }

@@ -97,7 +97,7 @@ func (b *Balancer) startWave(dir pb.Side, l float64) {
 	wave := b.newWave()
 	b.Stats.WavesStarted++
 	b.initiated[wave] = dir
-	b.lockFor(wave, roleChain, b.cfg.Lease)
+	b.lockFor(wave, roleChain, b.cfg.LockLease())
 	self := b.sg.Self()
 	b.lock.dir, b.lock.chain, b.lock.tmpL = dir, []overlay.Peer{self}, l
 	if b.cfg.Algorithm == MIGOnly {
@@ -226,7 +226,7 @@ func (b *Balancer) onLockRequest(from overlay.Peer, wave uint64, r *pb.LockReque
 	tmpL := l + r.Moved
 	ex := b.exNodes(tmpL)
 	chain := append(overlay.PeersFromPB(r.Chain), self)
-	b.lockFor(wave, roleChain, b.cfg.Lease)
+	b.lockFor(wave, roleChain, b.cfg.LockLease())
 	b.lock.dir, b.lock.chain, b.lock.tmpL, b.lock.exNodes = r.Dir, chain, tmpL, ex
 	reserved := len(chain) - 1
 	next := b.neighbour(r.Dir)

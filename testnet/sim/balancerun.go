@@ -357,7 +357,7 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 	for _, s := range nw.order {
 		s.node.Balancer.Stop()
 	}
-	nw.RunFor(p.Net.Node.Balance.Lease * (nixmig.MaxLeaseFactor + 2))
+	nw.RunFor(p.Net.Node.Balance.LockLease() * (nixmig.MaxLeaseFactor + 2))
 	res.Check = h.checkBalanced()
 	res.ItemsLost = len(h.Lost)
 	res.LookupsAfter = h.lookups(OverlayParams{QueryRate: 100}, min(1000, len(keys)),
