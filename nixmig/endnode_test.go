@@ -1,0 +1,91 @@
+package nixmig
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/skiprange/skiprange/node/store"
+	"github.com/skiprange/skiprange/overlay"
+	"github.com/skiprange/skiprange/overlay/pb"
+	"github.com/skiprange/skiprange/skipgraph"
+)
+
+// recordingEnv is an overlay.Env that keeps what a node sends and drops its timers.
+type recordingEnv struct {
+	now  time.Time
+	rng  *rand.Rand
+	sent []sentEnvelope
+}
+
+type sentEnvelope struct {
+	to overlay.NodeID
+	m  *pb.Envelope
+}
+
+func (e *recordingEnv) Now() time.Time { return e.now }
+func (e *recordingEnv) Send(to overlay.NodeID, m *pb.Envelope) {
+	e.sent = append(e.sent, sentEnvelope{to, m})
+}
+func (e *recordingEnv) SetTimer(time.Duration, overlay.Timer) {}
+func (e *recordingEnv) Rand() *rand.Rand                      { return e.rng }
+func (e *recordingEnv) Logger() *zap.Logger                   { return zap.NewNop() }
+func (e *recordingEnv) Complete(overlay.Result)               {}
+func (e *recordingEnv) Report(overlay.Event)                  {}
+
+// balanceOps lists, in order, the nodes sent a remote lock and the nodes sent a release.
+func (e *recordingEnv) balanceOps() (locks, releases []overlay.NodeID) {
+	for _, s := range e.sent {
+		b := s.m.GetBalance()
+		switch {
+		case b == nil:
+		case b.GetRemoteLock() != nil:
+			locks = append(locks, s.to)
+		case b.GetRelease() != nil:
+			releases = append(releases, s.to)
+		}
+	}
+	return locks, releases
+}
+
+// TestEndNodeAsksNextCandidateWhenMGivesNoMigrant: the first candidate M accepts but its
+// successor is too heavy to leave its range to M, so no migrant comes. The end node releases M
+// and asks the next candidate of its hint cache instead of giving up the remote wave (before,
+// it started its NIX chain and passed its lump on).
+func TestEndNodeAsksNextCandidateWhenMGivesNoMigrant(t *testing.T) {
+	env := &recordingEnv{now: time.Unix(1000, 0), rng: rand.New(rand.NewPCG(1, 2))}
+	sg, err := skipgraph.New(env, store.NewMemory(), "e", skipgraph.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sg.Bootstrap(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(env, sg, DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := env.now.UnixNano()
+	b.unl.add(&pb.NodeRef{Id: []byte("light"), Start: []byte("k1")}, 5, 60, at)
+	b.unl.add(&pb.NodeRef{Id: []byte("next"), Start: []byte("k2")}, 10, 60, at)
+
+	const wave = 7
+	b.lockFor(wave, roleChain, b.cfg.LockLease())
+	b.beginEnd(wave, pb.Side_SIDE_SUCC, []overlay.Peer{sg.Self()}, 160, 3)
+	if locks, _ := env.balanceOps(); len(locks) != 1 || locks[0] != "light" {
+		t.Fatalf("first remote locks %v, want the least loaded hint, light", locks)
+	}
+	b.onRemoteReply(wave, &pb.RemoteReply{M: &pb.NodeRef{Id: []byte("light"), Start: []byte("k1")}})
+	locks, releases := env.balanceOps()
+	if len(releases) != 1 || releases[0] != "light" {
+		t.Errorf("releases %v, want light released", releases)
+	}
+	if len(locks) != 2 || locks[1] != "next" {
+		t.Errorf("remote locks %v, want the next candidate asked after light gave no migrant", locks)
+	}
+	if b.end == nil || b.end.migrants != nil {
+		t.Errorf("the remote wave ended: end state %+v", b.end)
+	}
+}
