@@ -96,6 +96,9 @@ type Config struct {
 	// piece is not capped at Keep.
 	FaithfulExNodes  bool
 	FaithfulMigShare bool
+	// FaithfulRemote: a candidate M that reserves no migrant ends the exam and the NIX phase
+	// runs (SPEC §6.2), instead of M being released and the next candidate asked.
+	FaithfulRemote bool
 	// IBInterval and IBEpsilon: Item Balancing's probe period and lightness ratio.
 	IBInterval time.Duration
 	IBEpsilon  float64
@@ -139,10 +142,11 @@ func (c Config) LockLease() time.Duration {
 }
 
 // Faithful returns c with the thesis's literal rules wherever ours differ: no headroom, waves
-// planned with bare excesses, its exNodes and migrant-share formulas.
+// planned with bare excesses, its exNodes and migrant-share formulas, an exam that ends at the
+// first candidate M that accepts.
 func (c Config) Faithful() Config {
 	c.Headroom = 0
-	c.FaithfulMoved, c.FaithfulExNodes, c.FaithfulMigShare = true, true, true
+	c.FaithfulMoved, c.FaithfulExNodes, c.FaithfulMigShare, c.FaithfulRemote = true, true, true, true
 	return c
 }
 

@@ -172,12 +172,14 @@ func (b *Balancer) onRemoteReply(wave uint64, r *pb.RemoteReply) {
 	}
 	b.Stats.RemoteAccepted++
 	if len(r.Migrants) == 0 {
-		// M is light but its successor is not light enough to leave its range to M: the
-		// candidate gives nothing, so the next one is asked (up to seekM's tries).
 		b.send(overlay.NodeID(r.M.Id), wave, &pb.Release{Reason: "no migrants"})
-		e.m = overlay.Peer{}
-		b.seekM(e, overlay.Peer{})
-		return
+		if !b.cfg.FaithfulRemote {
+			// M is light but its successor is not light enough to leave its range to M: the
+			// candidate gives nothing, so the next one is asked (up to seekM's tries).
+			e.m = overlay.Peer{}
+			b.seekM(e, overlay.Peer{})
+			return
+		}
 	}
 	e.m = overlay.PeerFromPB(r.M)
 	e.migrants = overlay.PeersFromPB(r.Migrants)

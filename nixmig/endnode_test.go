@@ -50,11 +50,10 @@ func (e *recordingEnv) balanceOps() (locks, releases []overlay.NodeID) {
 	return locks, releases
 }
 
-// TestEndNodeAsksNextCandidateWhenMGivesNoMigrant: the first candidate M accepts but its
-// successor is too heavy to leave its range to M, so no migrant comes. The end node releases M
-// and asks the next candidate of its hint cache instead of giving up the remote wave (before,
-// it started its NIX chain and passed its lump on).
-func TestEndNodeAsksNextCandidateWhenMGivesNoMigrant(t *testing.T) {
+// endNode returns a one-node network's balancer, locked by wave 7 as the only member of its
+// chain, with two hints in its cache: light (5/s) and next (10/s).
+func endNode(t *testing.T, cfg Config) (*recordingEnv, *Balancer) {
+	t.Helper()
 	env := &recordingEnv{now: time.Unix(1000, 0), rng: rand.New(rand.NewPCG(1, 2))}
 	sg, err := skipgraph.New(env, store.NewMemory(), "e", skipgraph.DefaultConfig())
 	if err != nil {
@@ -63,17 +62,25 @@ func TestEndNodeAsksNextCandidateWhenMGivesNoMigrant(t *testing.T) {
 	if err := sg.Bootstrap(); err != nil {
 		t.Fatal(err)
 	}
-	b, err := New(env, sg, DefaultConfig())
+	b, err := New(env, sg, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	at := env.now.UnixNano()
 	b.unl.add(&pb.NodeRef{Id: []byte("light"), Start: []byte("k1")}, 5, 60, at)
 	b.unl.add(&pb.NodeRef{Id: []byte("next"), Start: []byte("k2")}, 10, 60, at)
+	b.lockFor(7, roleChain, cfg.LockLease())
+	return env, b
+}
 
+// TestEndNodeAsksNextCandidateWhenMGivesNoMigrant: the first candidate M accepts but its
+// successor is too heavy to leave its range to M, so no migrant comes. The end node releases M
+// and asks the next candidate of its hint cache instead of giving up the remote wave (before,
+// it started its NIX chain and passed its lump on; FaithfulRemote keeps that rule).
+func TestEndNodeAsksNextCandidateWhenMGivesNoMigrant(t *testing.T) {
 	const wave = 7
-	b.lockFor(wave, roleChain, b.cfg.LockLease())
-	b.beginEnd(wave, pb.Side_SIDE_SUCC, []overlay.Peer{sg.Self()}, 160, 3)
+	env, b := endNode(t, DefaultConfig())
+	b.beginEnd(wave, pb.Side_SIDE_SUCC, []overlay.Peer{b.sg.Self()}, 160, 3)
 	if locks, _ := env.balanceOps(); len(locks) != 1 || locks[0] != "light" {
 		t.Fatalf("first remote locks %v, want the least loaded hint, light", locks)
 	}
@@ -87,5 +94,15 @@ func TestEndNodeAsksNextCandidateWhenMGivesNoMigrant(t *testing.T) {
 	}
 	if b.end == nil || b.end.migrants != nil {
 		t.Errorf("the remote wave ended: end state %+v", b.end)
+	}
+
+	// The thesis's rule (SPEC §6.2): rNodes = 0 skips the MIG phase and the NIX phase runs.
+	faithful := DefaultConfig()
+	faithful.FaithfulRemote = true
+	env2, b2 := endNode(t, faithful)
+	b2.beginEnd(wave, pb.Side_SIDE_SUCC, []overlay.Peer{b2.sg.Self()}, 160, 3)
+	b2.onRemoteReply(wave, &pb.RemoteReply{M: &pb.NodeRef{Id: []byte("light"), Start: []byte("k1")}})
+	if locks, _ := env2.balanceOps(); len(locks) != 1 {
+		t.Errorf("faithful: remote locks %v, want light only", locks)
 	}
 }
