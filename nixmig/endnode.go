@@ -392,11 +392,11 @@ func (b *Balancer) migSplits(keys []overlay.Key, below bool, share float64, r in
 	}
 	var splits []overlay.Key
 	for _, j := range cutPieces(loads, share, keep, r) {
+		k := fromEnd(j) // the piece is [k, end) above
 		if below {
-			splits = append(splits, keys[j]+"\x00") // the piece is [start, keys[j]] inclusive
-		} else {
-			splits = append(splits, keys[n-1-j]) // the piece is [keys[n-1-j], end)
+			k += "\x00" // the piece is [start, k] inclusive below: it ends just after k
 		}
+		splits = append(splits, k)
 	}
 	return splits
 }
