@@ -16,8 +16,9 @@ const (
 	timerCheck overlay.TimerKind = skipgraph.LastTimerKind + 1 + iota
 	timerLease
 	timerIB
+	timerTurn
 	// LastTimerKind is the last kind this package uses.
-	LastTimerKind = timerIB
+	LastTimerKind = timerTurn
 )
 
 // Stats counts what a balancer did; experiments and metrics read them.
@@ -117,6 +118,11 @@ type Balancer struct {
 	running   bool
 	checks    uint64
 
+	// waiting is a NIX turn that came while this node was still receiving (the commit of the
+	// member before overtaken); it is taken up again one hop time later.
+	waiting     *pb.NixTurn
+	waitingWave uint64
+
 	Stats Stats
 }
 
@@ -180,6 +186,11 @@ func (b *Balancer) HandleTimer(t overlay.Timer) {
 		b.onLeaseTimer(t.ID)
 	case timerIB:
 		b.onIBTimer()
+	case timerTurn:
+		if turn := b.waiting; turn != nil && t.ID == b.waitingWave {
+			b.waiting = nil
+			b.onNixTurn(t.ID, turn)
+		}
 	}
 }
 

@@ -208,6 +208,14 @@ func (b *Balancer) onNixTurn(wave uint64, t *pb.NixTurn) {
 		b.send(last, wave, &pb.Release{Abort: true, Reason: "chain member lost its lock"})
 		return
 	}
+	if b.sg.Busy() {
+		// The member before passed the turn at its flip and its commit, sent first, has not
+		// arrived yet (messages overtook each other), or another handoff is under way here: the
+		// turn waits, within this node's lease, which it does not renew meanwhile.
+		b.waiting, b.waitingWave = t, wave
+		b.env.SetTimer(b.cfg.HopTime, overlay.Timer{Kind: timerTurn, ID: wave})
+		return
+	}
 	if i == len(chain)-1 {
 		if e := b.end; e != nil && e.wave == wave {
 			b.migPhase(e)

@@ -16,7 +16,7 @@ import (
 func TestNIXGiverDiesAfterTheFlip(t *testing.T) {
 	nw := fiveNodes(t)
 	b, c := nw.nodes["b"], nw.nodes["c"]
-	if err := c.GiveNIX(false, k(2500), pb.Cause_CAUSE_BALANCE, nil); err != nil {
+	if err := c.GiveNIX(false, k(2500), pb.Cause_CAUSE_BALANCE, func(bool, int) {}); err != nil {
 		t.Fatal(err)
 	}
 	for c.Range().Start != k(2500) {
@@ -50,7 +50,7 @@ func TestNIXGiverDiesAfterItsNewStartIsKnown(t *testing.T) {
 	nw := fiveNodes(t)
 	b, c := nw.nodes["b"], nw.nodes["c"]
 	nw.drop = func(s sentMsg) bool { return s.m.GetHandoffCommit() != nil }
-	if err := c.GiveNIX(false, k(2500), pb.Cause_CAUSE_BALANCE, nil); err != nil {
+	if err := c.GiveNIX(false, k(2500), pb.Cause_CAUSE_BALANCE, func(bool, int) {}); err != nil {
 		t.Fatal(err)
 	}
 	for c.Range().Start != k(2500) {

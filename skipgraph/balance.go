@@ -36,8 +36,11 @@ func (n *Node) Send(to overlay.NodeID, m *pb.Envelope, cause pb.Cause) {
 // GiveNIX hands the piece of this node's range between split and the end touching a level-0
 // neighbour to that neighbour (SPEC §4): toSucc gives [split, end) to the successor, otherwise
 // [start, split) goes to the predecessor. The node keeps at least its key at the far end: split
-// must lie strictly inside the range. done is called once, with the number of items moved when
-// the receiver confirmed, or ok=false when the handoff aborted before the flip.
+// must lie strictly inside the range. done is called once: with the number of items moved when
+// ownership flipped (the receiver acknowledged every item; the commit, which the giver repeats
+// until it is confirmed, is on its way), or with ok=false when the handoff aborted before the
+// flip. A message the giver sends from done reaches the receiver after the commit wherever
+// messages between two nodes keep their order.
 func (n *Node) GiveNIX(toSucc bool, split overlay.Key, cause pb.Cause, done func(ok bool, items int)) error {
 	if n.state != StateActive {
 		return fmt.Errorf("nix: node is %s", n.state)
@@ -73,7 +76,7 @@ func (n *Node) GiveNIX(toSucc bool, split overlay.Key, cause pb.Cause, done func
 		n.self = n.self.WithStart(split, n.self.Version+1)
 		n.refreshSelfRef()
 	}
-	x.onDone = func() { done(true, x.items) }
+	x.onFlipped = func() { done(true, x.items) }
 	x.onAbort = func(string) { done(false, 0) }
 	return nil
 }

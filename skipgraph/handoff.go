@@ -45,6 +45,9 @@ type outXfer struct {
 	retries  int
 	// onFlip applies the kind-specific change of ownership and links at the giver.
 	onFlip func()
+	// onFlipped runs once the flip is applied and the commit is on its way: the receiver has
+	// acknowledged every item, so the giver's part is done.
+	onFlipped func()
 	// onDone runs after the receiver confirmed the commit (or the giver gave up asking).
 	onDone func()
 	// onAbort runs when the handoff aborts before the flip.
@@ -218,6 +221,9 @@ func (n *Node) onHandoffAck(from overlay.Peer, a *pb.HandoffAck) {
 	n.committing[x.id] = x
 	x.onFlip()
 	n.sendCommit(x)
+	if x.onFlipped != nil {
+		x.onFlipped()
+	}
 	n.becameIdle()
 }
 

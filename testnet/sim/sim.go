@@ -65,6 +65,9 @@ type Network struct {
 	// that started them returns); OnEvent receives the nodes' reported events.
 	OnResult func(at overlay.NodeID, r overlay.Result)
 	OnEvent  func(at overlay.NodeID, e overlay.Event)
+	// OnDeliver sees every message just before its receiver handles it (tests that check the
+	// order of a protocol's steps read it).
+	OnDeliver func(to, from overlay.NodeID, m *pb.Envelope)
 
 	Stats Stats
 
@@ -302,6 +305,9 @@ func (nw *Network) step() {
 		return
 	}
 	nw.Stats.Delivered++
+	if nw.OnDeliver != nil {
+		nw.OnDeliver(s.id, e.from, e.msg)
+	}
 	s.node.Handle(e.from, e.msg)
 }
 

@@ -4,21 +4,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skiprange/skiprange/nixmig"
 	"github.com/skiprange/skiprange/node"
 	"github.com/skiprange/skiprange/overlay"
+	"github.com/skiprange/skiprange/overlay/pb"
 )
 
 // waveRing builds four nodes over keys 0..99 — n00000 owns keys [0,13), n00001 [13,26),
 // n00002 [26,60), n00003 [60,100) — serves rate[k] gets per second on key k on a fixed schedule
 // for a whole load window, lets the balancers run (thres 60, 5% headroom: keep 57, unless set
-// changes them), and returns every node's final load.
-func waveRing(t *testing.T, rate [100]float64, set func(*nixmig.Config)) map[overlay.NodeID]float64 {
+// changes them), and returns every node's final load. watch, if not nil, is installed as the
+// network's OnDeliver when the balancers start.
+func waveRing(t *testing.T, rate [100]float64, set func(*Config), watch func(to, from overlay.NodeID, m *pb.Envelope)) map[overlay.NodeID]float64 {
 	t.Helper()
 	cfg := DefaultConfig()
 	b := &cfg.Node.Balance
 	b.Window, b.Slots, b.Thres, b.Headroom = 100*time.Second, 10, 60, 0.05
-	set(b)
+	set(&cfg)
 	h, err := NewHarness(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -49,6 +50,7 @@ func waveRing(t *testing.T, rate [100]float64, set func(*nixmig.Config)) map[ove
 		}
 	}
 	h.Net.RunFor(b.Window + time.Second)
+	h.Net.OnDeliver = watch
 	for _, s := range h.Net.order {
 		s.node.Balancer.Start()
 	}
@@ -77,12 +79,9 @@ func maxLoad(loads map[overlay.NodeID]float64) (overlay.NodeID, float64) {
 	return id, top
 }
 
-// TestWaveKeepsHeadroom: n00000 carries 62 (twelve keys of 5/s and, in the middle, one of 2/s),
-// both its neighbours 54 (ten keys of 5/s and, next to n00000, two of 2/s), and n00002, beyond
-// either, 10. Under the thesis's rules one key moves to a neighbour, which ends at 59, just under
-// thres, where the noise of measured load will push it over again. With 5% headroom (keep 57)
-// the neighbour passes a key on to n00002 and every node ends at or under 57.
-func TestWaveKeepsHeadroom(t *testing.T) {
+// headroomLayout is TestWaveKeepsHeadroom's load: n00000 at 62, both its neighbours at 54,
+// n00002 at 10. A wave from n00000 is a chain of two NIXes whichever way it goes.
+func headroomLayout() [100]float64 {
 	var rate [100]float64
 	for k := 0; k < 13; k++ { // n00000
 		rate[k] = 5
@@ -97,12 +96,22 @@ func TestWaveKeepsHeadroom(t *testing.T) {
 		rate[k] = 5
 	}
 	rate[97], rate[98] = 2, 2
+	return rate
+}
+
+// TestWaveKeepsHeadroom: n00000 carries 62 (twelve keys of 5/s and, in the middle, one of 2/s),
+// both its neighbours 54 (ten keys of 5/s and, next to n00000, two of 2/s), and n00002, beyond
+// either, 10. Under the thesis's rules one key moves to a neighbour, which ends at 59, just under
+// thres, where the noise of measured load will push it over again. With 5% headroom (keep 57)
+// the neighbour passes a key on to n00002 and every node ends at or under 57.
+func TestWaveKeepsHeadroom(t *testing.T) {
+	rate := headroomLayout()
 	const keep = 57.0
-	ours := waveRing(t, rate, func(*nixmig.Config) {})
+	ours := waveRing(t, rate, func(*Config) {}, nil)
 	if id, top := maxLoad(ours); top > keep+0.3 {
 		t.Errorf("with headroom: %s ends at %.1f, above keep %.1f (loads %v)", id, top, keep, ours)
 	}
-	thesis := waveRing(t, rate, func(c *nixmig.Config) { *c = c.Faithful() })
+	thesis := waveRing(t, rate, func(c *Config) { c.Node.Balance = c.Node.Balance.Faithful() }, nil)
 	if _, top := maxLoad(thesis); top < 58.5 {
 		t.Errorf("the thesis's rules left every node at or under %.1f: this layout no longer shows what headroom changes (loads %v)", top, thesis)
 	}
@@ -129,12 +138,75 @@ func TestWavePlansWithWholeKeys(t *testing.T) {
 	}
 	rate[97], rate[98], rate[99] = 1, 1, 1
 	const keep = 57.0
-	ours := waveRing(t, rate, func(*nixmig.Config) {})
+	ours := waveRing(t, rate, func(*Config) {}, nil)
 	if id, top := maxLoad(ours); top > keep+0.3 {
 		t.Errorf("planned with whole keys: %s ends at %.1f, above keep %.1f (loads %v)", id, top, keep, ours)
 	}
-	bare := waveRing(t, rate, func(c *nixmig.Config) { c.FaithfulMoved = true })
+	bare := waveRing(t, rate, func(c *Config) { c.Node.Balance.FaithfulMoved = true }, nil)
 	if _, top := maxLoad(bare); top <= keep+0.3 {
 		t.Errorf("planned with bare excesses, every node still ends at or under keep: this layout no longer shows what planning with keys changes (loads %v)", bare)
+	}
+}
+
+// TestNIXChainPassesTurnAtFlip: a member of a NIX chain passes the turn on as soon as its piece
+// flipped (the receiver acknowledged every item), not after its commit is confirmed, so the
+// next member's NIX overlaps the commit's round trip.
+func TestNIXChainPassesTurnAtFlip(t *testing.T) {
+	passed, late := 0, 0
+	confirmed := map[overlay.NodeID]bool{} // members whose NIX commit was confirmed since their turn
+	watch := func(to, from overlay.NodeID, m *pb.Envelope) {
+		switch {
+		case m.GetHandoffCommitAck() != nil:
+			confirmed[to] = true
+		case m.GetBalance().GetNixTurn() != nil:
+			if m.GetBalance().GetNixTurn().Index >= 1 {
+				passed++
+				if confirmed[from] {
+					late++
+				}
+			}
+			confirmed[to] = false
+		}
+	}
+	loads := waveRing(t, headroomLayout(), func(*Config) {}, watch)
+	if id, top := maxLoad(loads); top > 57.3 {
+		t.Errorf("%s ends at %.1f, above keep 57 (loads %v)", id, top, loads)
+	}
+	if passed == 0 {
+		t.Fatal("no NIX turn was passed on: this layout no longer makes a chain")
+	}
+	if late > 0 {
+		t.Errorf("%d of %d NIX turns were passed on only after the commit was confirmed", late, passed)
+	}
+}
+
+// TestNIXTurnWaitsForOvertakenCommit: with jittered latencies a NIX turn can overtake the
+// commit its sender sent just before it. The member must wait for the piece: planning its own
+// NIX without it, it would keep the key it was given and end above keep.
+func TestNIXTurnWaitsForOvertakenCommit(t *testing.T) {
+	overtaken := 0
+	for seed := uint64(1); seed <= 6; seed++ {
+		receiving := map[overlay.NodeID]bool{} // got a handoff chunk, not yet its commit
+		watch := func(to, _ overlay.NodeID, m *pb.Envelope) {
+			switch {
+			case m.GetHandoff() != nil:
+				receiving[to] = true
+			case m.GetHandoffCommit() != nil:
+				receiving[to] = false
+			case m.GetBalance().GetNixTurn() != nil && receiving[to]:
+				overtaken++
+			}
+		}
+		set := func(c *Config) {
+			c.Seed, c.Jitter = seed, 900*time.Millisecond
+			c.FitTimeouts()
+		}
+		loads := waveRing(t, headroomLayout(), set, watch)
+		if id, top := maxLoad(loads); top > 57.3 {
+			t.Errorf("seed %d: %s ends at %.1f, above keep 57 (loads %v)", seed, id, top, loads)
+		}
+	}
+	if overtaken == 0 {
+		t.Fatal("no NIX turn overtook a commit in six seeds: the test no longer checks the wait")
 	}
 }
