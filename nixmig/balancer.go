@@ -71,13 +71,16 @@ type endState struct {
 	tries    int // candidates for M asked
 	probes   int // probes left in this search
 	m        overlay.Peer
-	migrants []overlay.Peer
-	splits   []overlay.Key // where each migrant's piece starts (ends, below)
-	ordered  int           // migrants ordered so far
-	done     int           // migrants that reported their end
-	share    float64
-	below    bool
-	migs     int
+	migrants []overlay.Peer // nil while the remote wave is under way
+	// chainDone: the NIX chain reached this node. The MIG phase starts when the chain is done
+	// and the remote wave is over (migrants not nil).
+	chainDone bool
+	splits    []overlay.Key // where each migrant's piece starts (ends, below)
+	ordered   int           // migrants ordered so far
+	done      int           // migrants that reported their end
+	share     float64
+	below     bool
+	migs      int
 }
 
 // migrating is a migration this node is carrying out for a wave.

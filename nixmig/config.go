@@ -99,6 +99,10 @@ type Config struct {
 	// FaithfulRemote: a candidate M that reserves no migrant ends the exam and the NIX phase
 	// runs (SPEC §6.2), instead of M being released and the next candidate asked.
 	FaithfulRemote bool
+	// FaithfulPhases: the end node starts the NIX chain only when its remote wave is over (SPEC
+	// §6: exam, then NIX phase, then MIG phase), instead of alongside it; the MIG phase waits
+	// for both either way.
+	FaithfulPhases bool
 	// IBInterval and IBEpsilon: Item Balancing's probe period and lightness ratio.
 	IBInterval time.Duration
 	IBEpsilon  float64
@@ -143,10 +147,11 @@ func (c Config) LockLease() time.Duration {
 
 // Faithful returns c with the thesis's literal rules wherever ours differ: no headroom, waves
 // planned with bare excesses, its exNodes and migrant-share formulas, an exam that ends at the
-// first candidate M that accepts.
+// first candidate M that accepts, a NIX phase that follows the exam.
 func (c Config) Faithful() Config {
 	c.Headroom = 0
 	c.FaithfulMoved, c.FaithfulExNodes, c.FaithfulMigShare, c.FaithfulRemote = true, true, true, true
+	c.FaithfulPhases = true
 	return c
 }
 

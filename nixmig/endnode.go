@@ -16,15 +16,37 @@ import (
 
 // --- the end node: remote wave (SPEC §6.2) ---
 
+// beginEnd starts the end node's work. The remote wave looks for migrants while the NIX chain
+// runs (the two involve different nodes, and the migrants take their pieces only once both are
+// over); FaithfulPhases starts the chain after the remote wave instead.
 func (b *Balancer) beginEnd(wave uint64, dir pb.Side, chain []overlay.Peer, tmpL float64, ex int) {
 	e := &endState{wave: wave, dir: dir, chain: chain, tmpL: tmpL, exNodes: min(ex, maxChain-1), probes: b.cfg.MaxProbes}
 	b.end = e
 	b.renew(wave, b.cfg.LockLease())
-	if e.exNodes > 0 && b.cfg.Algorithm != NIXOnly {
-		b.seekM(e, overlay.Peer{})
-		return
+	search := e.exNodes > 0 && b.cfg.Algorithm != NIXOnly
+	if !search {
+		e.migrants = []overlay.Peer{}
 	}
-	b.startNIX(e)
+	if !search || !b.cfg.FaithfulPhases {
+		b.startNIX(e)
+	}
+	if search {
+		b.seekM(e, overlay.Peer{})
+	}
+}
+
+// searchOver ends the remote wave, with or without migrants.
+func (b *Balancer) searchOver(e *endState) {
+	if e.migrants == nil {
+		e.migrants = []overlay.Peer{}
+	}
+	b.renew(e.wave, b.cfg.LockLease())
+	switch {
+	case b.cfg.FaithfulPhases:
+		b.startNIX(e)
+	case e.chainDone:
+		b.migPhase(e)
+	}
 }
 
 func (e *endState) involves(id overlay.NodeID) bool {
@@ -41,7 +63,7 @@ func (e *endState) involves(id overlay.NodeID) bool {
 // node to probe next, if a probe answer named one.
 func (b *Balancer) seekM(e *endState, via overlay.Peer) {
 	if e.tries >= 3 {
-		b.startNIX(e)
+		b.searchOver(e)
 		return
 	}
 	if b.cfg.SmartUNL && via.IsZero() {
@@ -52,7 +74,7 @@ func (b *Balancer) seekM(e *endState, via overlay.Peer) {
 		}
 	}
 	if e.probes <= 0 {
-		b.startNIX(e)
+		b.searchOver(e)
 		return
 	}
 	target := via
@@ -60,7 +82,7 @@ func (b *Balancer) seekM(e *endState, via overlay.Peer) {
 		target = b.randomTableEntry(e.involves)
 	}
 	if target.IsZero() {
-		b.startNIX(e)
+		b.searchOver(e)
 		return
 	}
 	e.probes--
@@ -102,8 +124,8 @@ func (b *Balancer) onProbeReply(from overlay.Peer, wave uint64, r *pb.ProbeReply
 		return
 	}
 	e := b.end
-	if e == nil || e.wave != wave || e.m.ID != "" {
-		return
+	if e == nil || e.wave != wave || e.m.ID != "" || e.migrants != nil {
+		return // not this wave's, a candidate already asked, or the search is over
 	}
 	if r.Idle && r.Load < r.Thres && !e.involves(from.ID) {
 		b.remoteLock(e, from)
@@ -183,15 +205,12 @@ func (b *Balancer) onRemoteReply(wave uint64, r *pb.RemoteReply) {
 	}
 	e.m = overlay.PeerFromPB(r.M)
 	e.migrants = overlay.PeersFromPB(r.Migrants)
-	b.startNIX(e)
+	b.searchOver(e)
 }
 
 // --- NIX chain (SPEC §6.3) ---
 
 func (b *Balancer) startNIX(e *endState) {
-	if e.migrants == nil {
-		e.migrants = []overlay.Peer{}
-	}
 	b.renew(e.wave, b.cfg.LockLease())
 	b.send(e.chain[0].ID, e.wave, &pb.NixTurn{Dir: e.dir, Chain: overlay.PeersToPB(e.chain), Index: 0})
 }
@@ -218,7 +237,10 @@ func (b *Balancer) onNixTurn(wave uint64, t *pb.NixTurn) {
 	}
 	if i == len(chain)-1 {
 		if e := b.end; e != nil && e.wave == wave {
-			b.migPhase(e)
+			e.chainDone = true
+			if e.migrants != nil {
+				b.migPhase(e)
+			}
 		}
 		return
 	}

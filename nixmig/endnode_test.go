@@ -106,3 +106,54 @@ func TestEndNodeAsksNextCandidateWhenMGivesNoMigrant(t *testing.T) {
 		t.Errorf("faithful: remote locks %v, want light only", locks)
 	}
 }
+
+// count returns how many balancing messages of the kind has picks were sent.
+func (e *recordingEnv) count(has func(*pb.Balance) bool) int {
+	n := 0
+	for _, s := range e.sent {
+		if b := s.m.GetBalance(); b != nil && has(b) {
+			n++
+		}
+	}
+	return n
+}
+
+func isNixTurn(b *pb.Balance) bool  { return b.GetNixTurn() != nil }
+func isWaveDone(b *pb.Balance) bool { return b.GetWaveDone() != nil }
+
+// TestEndNodeRunsNIXChainAlongsideRemoteWave: the end node starts the NIX chain at once, while
+// its remote wave looks for migrants, and the MIG phase (here: the wave's end, as no migrant is
+// found) waits for both. FaithfulPhases starts the chain only when the remote wave is over.
+func TestEndNodeRunsNIXChainAlongsideRemoteWave(t *testing.T) {
+	const wave = 7
+	p := overlay.Peer{ID: "p", Start: "k0"} // the initiator, this end node's neighbour
+	env, b := endNode(t, DefaultConfig())
+	chain := []overlay.Peer{p, b.sg.Self()}
+	b.beginEnd(wave, pb.Side_SIDE_SUCC, chain, 160, 3)
+	if locks, _ := env.balanceOps(); len(locks) != 1 || env.count(isNixTurn) != 1 {
+		t.Fatalf("after the exam: remote locks %v, NIX turns %d; want one of each", locks, env.count(isNixTurn))
+	}
+	// The chain reaches this node while the remote wave is still under way.
+	b.onNixTurn(wave, &pb.NixTurn{Dir: pb.Side_SIDE_SUCC, Chain: overlay.PeersToPB(chain), Index: 1})
+	if env.count(isWaveDone) != 0 || b.end == nil {
+		t.Fatal("the wave ended while its remote wave was still under way")
+	}
+	b.onRemoteReply(wave, &pb.RemoteReply{}) // light refuses: next is asked
+	b.onRemoteReply(wave, &pb.RemoteReply{}) // next refuses; no hint or table entry is left
+	if env.count(isWaveDone) != 1 || b.end != nil {
+		t.Fatalf("after the remote wave: wave done sent %d times, end state %+v", env.count(isWaveDone), b.end)
+	}
+
+	faithful := DefaultConfig()
+	faithful.FaithfulPhases = true
+	env2, b2 := endNode(t, faithful)
+	b2.beginEnd(wave, pb.Side_SIDE_SUCC, []overlay.Peer{p, b2.sg.Self()}, 160, 3)
+	if env2.count(isNixTurn) != 0 {
+		t.Fatal("FaithfulPhases: the NIX chain started during the remote wave")
+	}
+	b2.onRemoteReply(wave, &pb.RemoteReply{})
+	b2.onRemoteReply(wave, &pb.RemoteReply{})
+	if env2.count(isNixTurn) != 1 {
+		t.Fatalf("FaithfulPhases: NIX turns %d after the remote wave, want 1", env2.count(isNixTurn))
+	}
+}
