@@ -911,6 +911,13 @@ func (n *Node) onNeighborUpdate(from overlay.Peer, u *pb.NeighborUpdate) {
 	case u.Side == pb.Side_SIDE_PRED && overlay.StrictlyBetween(cur.Start, node.Start, n.self.Start):
 	case u.Side == pb.Side_SIDE_SUCC && overlay.StrictlyBetween(n.self.Start, node.Start, cur.Start):
 	default:
+		if l == 0 && u.Side == pb.Side_SIDE_PRED && node.ID != n.self.ID && overlay.StrictlyBetween(node.Start, cur.Start, n.self.Start) {
+			// Our predecessor lies between the proposed one and us: a leaving node told its
+			// predecessor to link to us before it learned that a node joined below us. That node
+			// has its successor wrong; point it to ours (it links only if our predecessor starts
+			// where its range ends) rather than let it find us later as a stranger.
+			n.updateNeighbor(node.ID, 0, pb.Side_SIDE_SUCC, *cur, n.self.ID, pb.Cause_CAUSE_MAINTAIN)
+		}
 		return
 	}
 	if node.ID == n.self.ID {

@@ -220,3 +220,33 @@ func TestOnlyFailureUpdatesMakeUrgent(t *testing.T) {
 		t.Fatal("an update after a failure did not make the receiver urgent")
 	}
 }
+
+// TestRefusedPredUpdatePointsToCloserPred checks the race behind back-to-back migrations: a
+// leaving node tells its predecessor a to link to c, not yet knowing that b joined below c (b
+// starts where a's range ends). c refuses a as its predecessor — b is closer — and tells a about
+// b, so a links to b at once instead of keeping c, which could later come back as a stranger
+// (migrated) and make a take over b's live range.
+func TestRefusedPredUpdatePointsToCloserPred(t *testing.T) {
+	nw := fourNodes(t)
+	a, b, c := nw.nodes["a"], nw.nodes["b"], nw.nodes["c"]
+	stale := c.Self()
+	stale.Start = b.Self().Start // what the leaver knew of c before b joined below it
+	a.levels[0].succ = stale
+	a.succList = []overlay.Peer{stale}
+	rangeBefore := a.Range()
+	c.Handle("leaver", &pb.Envelope{From: nw.nodes["d"].selfRef, Cause: pb.Cause_CAUSE_LEAVE, Body: &pb.Envelope_NeighborUpdate{NeighborUpdate: &pb.NeighborUpdate{
+		Level: 0, Side: pb.Side_SIDE_PRED, Node: a.Self().ToPB(), Expect: []byte("leaver"),
+	}}})
+	nw.run()
+	if p, _ := c.Neighbors(0); p.ID != b.ID() {
+		t.Fatalf("c took %s as its predecessor, want b kept", p.ID)
+	}
+	if _, s := a.Neighbors(0); s.ID != b.ID() {
+		t.Fatalf("a's successor is %s after c refused it, want b", s.ID)
+	}
+	if a.Range() != rangeBefore {
+		t.Fatalf("a's range moved from %s to %s", rangeBefore, a.Range())
+	}
+	nw.advance(time.Minute)
+	nw.checkRing()
+}
