@@ -139,7 +139,7 @@ func New(env overlay.Env, sg *skipgraph.Node, cfg Config) (*Balancer, error) {
 		return nil, err
 	}
 	b := &Balancer{env: env, sg: sg, store: sg.Store(), cfg: cfg, load: lt, initiated: map[uint64]pb.Side{}}
-	b.unl.init(cfg.UNLCache, cfg.Window)
+	b.unl.init(cfg.UNLCache, cfg.Window, !cfg.FaithfulMigrants)
 	sg.SetObserver(b)
 	return b, nil
 }

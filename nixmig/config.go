@@ -103,6 +103,15 @@ type Config struct {
 	// §6: exam, then NIX phase, then MIG phase), instead of alongside it; the MIG phase waits
 	// for both either way.
 	FaithfulPhases bool
+	// FaithfulMigrants: any idle node light enough migrates, whatever it stores, and candidates
+	// for M are ranked by load alone, as in the thesis. Ours: a node migrates onto M only if it
+	// stores no more items than M and the migrants reserved before it, and among candidates
+	// equally light the one whose successor (the first migrant) stores fewer items is asked
+	// first. A migrant hands its whole range to M, so without the rule a node that took in
+	// earlier migrants' ranges is sent away with all of them, and a large cold range rolls on
+	// from node to node; with it, as in union by size, every item's holder at least doubles
+	// each time the item moves in a leave.
+	FaithfulMigrants bool
 	// IBInterval and IBEpsilon: Item Balancing's probe period and lightness ratio.
 	IBInterval time.Duration
 	IBEpsilon  float64
@@ -151,7 +160,7 @@ func (c Config) LockLease() time.Duration {
 func (c Config) Faithful() Config {
 	c.Headroom = 0
 	c.FaithfulMoved, c.FaithfulExNodes, c.FaithfulMigShare, c.FaithfulRemote = true, true, true, true
-	c.FaithfulPhases = true
+	c.FaithfulPhases, c.FaithfulMigrants = true, true
 	return c
 }
 

@@ -164,11 +164,12 @@ func (b *Balancer) onRemoteLock(from overlay.Peer, wave uint64, r *pb.RemoteLock
 			b.send(end, wave, &pb.RemoteReply{M: self})
 			return
 		}
-		b.send(succ.ID, wave, &pb.RemoteLock{End: r.End, Want: r.Want, AccLoad: l, MThres: b.cfg.Thres, M: self})
+		b.send(succ.ID, wave, &pb.RemoteLock{End: r.End, Want: r.Want, AccLoad: l, MThres: b.cfg.Thres, M: self, AccItems: uint64(b.store.Len())})
 		return
 	}
 	reply := &pb.RemoteReply{M: r.M, Migrants: r.Migrants}
-	if !b.idle() || end == b.sg.ID() || r.AccLoad+l >= r.MThres {
+	items := uint64(b.store.Len())
+	if !b.idle() || end == b.sg.ID() || r.AccLoad+l >= r.MThres || (!b.cfg.FaithfulMigrants && items > r.AccItems) {
 		b.send(end, wave, reply)
 		return
 	}
@@ -179,7 +180,7 @@ func (b *Balancer) onRemoteLock(from overlay.Peer, wave uint64, r *pb.RemoteLock
 		b.send(end, wave, &pb.RemoteReply{M: r.M, Migrants: migrants})
 		return
 	}
-	b.send(succ.ID, wave, &pb.RemoteLock{End: r.End, Want: r.Want, AccLoad: r.AccLoad + l, MThres: r.MThres, M: r.M, Migrants: migrants})
+	b.send(succ.ID, wave, &pb.RemoteLock{End: r.End, Want: r.Want, AccLoad: r.AccLoad + l, MThres: r.MThres, M: r.M, Migrants: migrants, AccItems: r.AccItems + items})
 }
 
 func (b *Balancer) onRemoteReply(wave uint64, r *pb.RemoteReply) {

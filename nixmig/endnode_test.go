@@ -2,6 +2,7 @@ package nixmig
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/skiprange/skiprange/overlay"
 	"github.com/skiprange/skiprange/overlay/pb"
 	"github.com/skiprange/skiprange/skipgraph"
+	"google.golang.org/protobuf/proto"
 )
 
 // recordingEnv is an overlay.Env that keeps what a node sends and drops its timers.
@@ -67,8 +69,8 @@ func endNode(t *testing.T, cfg Config) (*recordingEnv, *Balancer) {
 		t.Fatal(err)
 	}
 	at := env.now.UnixNano()
-	b.unl.add(&pb.NodeRef{Id: []byte("light"), Start: []byte("k1")}, 5, 60, at)
-	b.unl.add(&pb.NodeRef{Id: []byte("next"), Start: []byte("k2")}, 10, 60, at)
+	b.unl.add(&pb.LoadHint{Node: &pb.NodeRef{Id: []byte("light"), Start: []byte("k1")}, Load: 5, Thres: 60, At: at})
+	b.unl.add(&pb.LoadHint{Node: &pb.NodeRef{Id: []byte("next"), Start: []byte("k2")}, Load: 10, Thres: 60, At: at})
 	b.lockFor(7, roleChain, cfg.LockLease())
 	return env, b
 }
@@ -155,5 +157,87 @@ func TestEndNodeRunsNIXChainAlongsideRemoteWave(t *testing.T) {
 	b2.onRemoteReply(wave, &pb.RemoteReply{})
 	if env2.count(isNixTurn) != 1 {
 		t.Fatalf("FaithfulPhases: NIX turns %d after the remote wave, want 1", env2.count(isNixTurn))
+	}
+}
+
+// TestMigrantNoLargerThanM: a node asked to migrate onto M (remote lock with M set) joins the
+// migrants only if it stores no more items than M and the migrants before it (acc_items), so
+// a node that took in earlier migrants' ranges is not sent away with all of them.
+// FaithfulMigrants (the thesis) lets any idle node light enough migrate.
+func TestMigrantNoLargerThanM(t *testing.T) {
+	const wave = 9
+	migrants := func(cfg Config, accItems uint64) int {
+		t.Helper()
+		env := &recordingEnv{now: time.Unix(1000, 0), rng: rand.New(rand.NewPCG(1, 2))}
+		st := store.NewMemory()
+		for i := range 50 {
+			if err := st.Put(overlay.Uint64Key(uint64(i)), []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sg, err := skipgraph.New(env, st, "s", skipgraph.DefaultConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sg.Bootstrap(); err != nil {
+			t.Fatal(err)
+		}
+		b, err := New(env, sg, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := &pb.NodeRef{Id: []byte("m"), Start: []byte("k0")}
+		b.onRemoteLock(overlay.Peer{ID: "m"}, wave, &pb.RemoteLock{End: &pb.NodeRef{Id: []byte("e")}, Want: 1, MThres: 60, M: m, AccItems: accItems})
+		for _, s := range env.sent {
+			if r := s.m.GetBalance().GetRemoteReply(); r != nil {
+				return len(r.Migrants)
+			}
+		}
+		t.Fatal("no remote reply sent")
+		return 0
+	}
+	if got := migrants(DefaultConfig(), 50); got != 1 {
+		t.Errorf("a node storing as many items as M: %d migrants, want 1", got)
+	}
+	if got := migrants(DefaultConfig(), 49); got != 0 {
+		t.Errorf("a node storing more items than M: %d migrants, want 0 (it stays)", got)
+	}
+	faithful := DefaultConfig()
+	faithful.FaithfulMigrants = true
+	if got := migrants(faithful, 49); got != 1 {
+		t.Errorf("FaithfulMigrants: %d migrants, want 1", got)
+	}
+}
+
+// TestHintsRankedBySuccessorItems: among equally light candidates for M, the one whose
+// successor (the migrant) stores fewer items is asked first, and a hint that does not know its
+// successor's items comes last; FaithfulMigrants ranks by load alone (the fresher first).
+func TestHintsRankedBySuccessorItems(t *testing.T) {
+	for _, faithful := range []bool{false, true} {
+		var c hintCache
+		c.init(8, time.Hour, !faithful)
+		at := time.Unix(1000, 0).UnixNano()
+		add := func(id string, load float64, succItems *uint64, at int64) {
+			c.add(&pb.LoadHint{Node: &pb.NodeRef{Id: []byte(id), Start: []byte(id)}, Load: load, Thres: 60, SuccessorItems: succItems, At: at})
+		}
+		add("big", 0, proto.Uint64(30000), at+3)
+		add("unknown", 0, nil, at+2)
+		add("small", 0, proto.Uint64(100), at+1)
+		add("loaded", 20, proto.Uint64(3), at+4)
+		var order []string
+		for {
+			p, ok := c.best(time.Unix(1000, 0), func(overlay.NodeID) bool { return false })
+			if !ok {
+				break
+			}
+			order = append(order, string(p.ID))
+		}
+		want := []string{"small", "big", "unknown", "loaded"}
+		if faithful {
+			want = []string{"big", "unknown", "small", "loaded"}
+		}
+		if !slices.Equal(order, want) {
+			t.Errorf("faithful %v: candidates in order %v, want %v", faithful, order, want)
+		}
 	}
 }

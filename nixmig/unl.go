@@ -7,16 +7,56 @@ import (
 
 	"github.com/skiprange/skiprange/overlay"
 	"github.com/skiprange/skiprange/overlay/pb"
+	"google.golang.org/protobuf/proto"
 )
 
 // hint is an underloaded node seen in a load hint (SPEC §7.1). The node's descriptor stays in
 // wire form until the hint is picked: most hints are overwritten before they are ever used.
 type hint struct {
-	idHash uint64 // of ref.Id, to find a node's entry without touching every descriptor
-	ref    *pb.NodeRef
-	load   float64
-	thres  float64
-	at     int64 // unix nanoseconds of the report
+	idHash    uint64 // of ref.Id, to find a node's entry without touching every descriptor
+	ref       *pb.NodeRef
+	load      float64
+	thres     float64
+	succItems uint64 // what the node's successor, the migrant if it is chosen, would move
+	at        int64  // unix nanoseconds of the report
+}
+
+// rank orders candidates for M: the lighter (load relative to thres) first; on a tie the one
+// whose successor holds fewer items, because that successor leaves its whole range to M when it
+// migrates. (Among equals the cache picks the fresher report.) Ties are the rule on a pulse, where every node outside it
+// has load 0: without the second key, a node that took in the ranges of earlier migrants is as
+// likely to be sent away as any other, its accumulated range with it.
+type rank struct {
+	relLoad   float64
+	succItems uint64
+}
+
+func (r rank) before(o rank) bool {
+	if r.relLoad != o.relLoad {
+		return r.relLoad < o.relLoad
+	}
+	return r.succItems < o.succItems
+}
+
+// rank of a hint; the successor's items count only when the cache ranks by them.
+func (c *hintCache) rank(load, thres float64, succItems uint64) rank {
+	if !c.bySuccItems {
+		succItems = 0
+	}
+	return rank{load / thres, succItems}
+}
+
+func (c *hintCache) hintRank(h *pb.LoadHint) rank {
+	return c.rank(h.Load, h.Thres, successorItems(h))
+}
+
+// successorItems reads a hint's successor items; an unknown count ranks last among equal loads,
+// since the successor may be the largest range around.
+func successorItems(h *pb.LoadHint) uint64 {
+	if h.SuccessorItems == nil {
+		return math.MaxUint64
+	}
+	return *h.SuccessorItems
 }
 
 // hintCache is SmartUNL's bounded cache of underloaded nodes: newest report per node, the
@@ -25,14 +65,18 @@ type hint struct {
 // a full cache is dropped at once; otherwise one pass over the small, contiguous entry array
 // finds the node's entry, or the oldest entry to evict and the next oldest.
 type hintCache struct {
-	size    int
-	maxAge  time.Duration
-	entries []hint
-	oldest  int64 // the oldest entry's report time (MaxInt64 when empty)
+	// bySuccItems: rank equally light candidates by their successor's items (not with
+	// Config.FaithfulMigrants).
+	bySuccItems bool
+	size        int
+	maxAge      time.Duration
+	entries     []hint
+	oldest      int64 // the oldest entry's report time (MaxInt64 when empty)
 }
 
-func (c *hintCache) init(size int, maxAge time.Duration) {
+func (c *hintCache) init(size int, maxAge time.Duration, bySuccItems bool) {
 	c.size, c.maxAge, c.entries, c.oldest = size, maxAge, make([]hint, 0, size), math.MaxInt64
+	c.bySuccItems = bySuccItems
 }
 
 // hashID is FNV-1a: deterministic and cheap for the short identities the cache compares.
@@ -44,15 +88,16 @@ func hashID(id []byte) uint64 {
 	return h
 }
 
-// add merges one reported hint (at in unix nanoseconds).
-func (c *hintCache) add(ref *pb.NodeRef, load, thres float64, at int64) {
+// add merges one reported hint.
+func (c *hintCache) add(r *pb.LoadHint) {
+	ref, at := r.Node, r.At
 	full := len(c.entries) == c.size
 	// Every entry of a full cache is at least as old as c.oldest: a hint that is not fresher can
 	// neither update its node's entry nor evict another.
 	if c.size == 0 || (full && at <= c.oldest) {
 		return
 	}
-	h := hint{idHash: hashID(ref.Id), ref: ref, load: load, thres: thres, at: at}
+	h := hint{idHash: hashID(ref.Id), ref: ref, load: r.Load, thres: r.Thres, succItems: successorItems(r), at: at}
 	evict, nextOldest := -1, int64(math.MaxInt64)
 	for i := range c.entries {
 		e := &c.entries[i]
@@ -101,8 +146,7 @@ func (c *hintCache) removeAt(i int) {
 	c.refreshOldest()
 }
 
-// best removes and returns the least loaded fresh entry (relative to its thres; the fresher on
-// a tie) that skip does not exclude.
+// best removes and returns the first fresh entry by rank that skip does not exclude.
 func (c *hintCache) best(now time.Time, skip func(overlay.NodeID) bool) (overlay.Peer, bool) {
 	for i := len(c.entries) - 1; i >= 0; i-- {
 		if now.Sub(time.Unix(0, c.entries[i].at)) > c.maxAge {
@@ -120,7 +164,7 @@ func (c *hintCache) best(now time.Time, skip func(overlay.NodeID) bool) (overlay
 			continue
 		}
 		p := &c.entries[pick]
-		if e.load/e.thres < p.load/p.thres || (e.load/e.thres == p.load/p.thres && e.at > p.at) {
+		if r, pr := c.rank(e.load, e.thres, e.succItems), c.rank(p.load, p.thres, p.succItems); r.before(pr) || (r == pr && e.at > p.at) {
 			pick = i
 		}
 	}
@@ -145,7 +189,7 @@ func (b *Balancer) Relayed(r *pb.Route) {
 			mine = i
 			continue
 		}
-		b.unl.add(h.Node, h.Load, h.Thres, h.At)
+		b.unl.add(h)
 	}
 	now := b.env.Now()
 	l := b.load.Load(now)
@@ -153,20 +197,23 @@ func (b *Balancer) Relayed(r *pb.Route) {
 		return
 	}
 	own := &pb.LoadHint{Node: b.sg.Self().ToPB(), Load: l, Thres: b.cfg.Thres, At: now.UnixNano()}
+	if items, ok := b.sg.SuccessorItems(); ok {
+		own.SuccessorItems = proto.Uint64(uint64(items))
+	}
 	switch {
 	case mine >= 0:
 		r.Hints[mine] = own
 	case len(r.Hints) < b.cfg.UNLHints:
 		r.Hints = append(r.Hints, own)
 	case len(r.Hints) > 0:
-		// Full: replace the most loaded hint if this node is lighter.
+		// Full: replace the last hint by rank if this node ranks before it.
 		worst := 0
 		for i, h := range r.Hints {
-			if h.Load/h.Thres > r.Hints[worst].Load/r.Hints[worst].Thres {
+			if b.unl.hintRank(r.Hints[worst]).before(b.unl.hintRank(h)) {
 				worst = i
 			}
 		}
-		if l/b.cfg.Thres < r.Hints[worst].Load/r.Hints[worst].Thres {
+		if b.unl.hintRank(own).before(b.unl.hintRank(r.Hints[worst])) {
 			r.Hints[worst] = own
 		}
 	}

@@ -9,26 +9,29 @@ import (
 
 	"github.com/skiprange/skiprange/overlay"
 	"github.com/skiprange/skiprange/overlay/pb"
+	"google.golang.org/protobuf/proto"
 )
 
 // hintModel is the hint cache as SPEC §7.1 states it, written the slow, obvious way.
 type hintModel struct {
 	size    int
 	maxAge  time.Duration
-	entries []hint // ref, load, thres and at only
+	entries []hint // ref, load, thres, succItems and at only
 }
 
-func (m *hintModel) add(ref *pb.NodeRef, load, thres float64, at int64) {
+func (m *hintModel) add(r *pb.LoadHint) {
+	at := r.At
+	h := hint{ref: r.Node, load: r.Load, thres: r.Thres, succItems: successorItems(r), at: at}
 	for i := range m.entries {
-		if string(m.entries[i].ref.Id) == string(ref.Id) {
+		if string(m.entries[i].ref.Id) == string(r.Node.Id) {
 			if at > m.entries[i].at {
-				m.entries[i] = hint{ref: ref, load: load, thres: thres, at: at}
+				m.entries[i] = h
 			}
 			return
 		}
 	}
 	if len(m.entries) < m.size {
-		m.entries = append(m.entries, hint{ref: ref, load: load, thres: thres, at: at})
+		m.entries = append(m.entries, h)
 		return
 	}
 	if m.size == 0 {
@@ -41,7 +44,7 @@ func (m *hintModel) add(ref *pb.NodeRef, load, thres float64, at int64) {
 		}
 	}
 	if at > m.entries[oldest].at {
-		m.entries[oldest] = hint{ref: ref, load: load, thres: thres, at: at}
+		m.entries[oldest] = h
 	}
 }
 
@@ -52,8 +55,13 @@ func (m *hintModel) best(now time.Time, skip func(overlay.NodeID) bool) (overlay
 		if skip(overlay.NodeID(e.ref.Id)) {
 			continue
 		}
-		if pick < 0 || e.load/e.thres < m.entries[pick].load/m.entries[pick].thres ||
-			(e.load/e.thres == m.entries[pick].load/m.entries[pick].thres && e.at > m.entries[pick].at) {
+		if pick < 0 {
+			pick = i
+			continue
+		}
+		p := m.entries[pick]
+		lighter, same := e.load/e.thres < p.load/p.thres, e.load/e.thres == p.load/p.thres
+		if lighter || (same && e.succItems < p.succItems) || (same && e.succItems == p.succItems && e.at > p.at) {
 			pick = i
 		}
 	}
@@ -69,7 +77,7 @@ func (m *hintModel) best(now time.Time, skip func(overlay.NodeID) bool) (overlay
 func hintList(entries []hint) []string {
 	var out []string
 	for _, e := range entries {
-		out = append(out, fmt.Sprintf("%s@%d:%g", e.ref.Id, e.at, e.load))
+		out = append(out, fmt.Sprintf("%s@%d:%g/%d", e.ref.Id, e.at, e.load, e.succItems))
 	}
 	slices.Sort(out)
 	return out
@@ -83,7 +91,7 @@ func TestHintCacheAgainstModel(t *testing.T) {
 		size := rng.IntN(6)
 		maxAge := time.Duration(1+rng.IntN(3)) * time.Millisecond
 		var c hintCache
-		c.init(size, maxAge)
+		c.init(size, maxAge, true)
 		m := &hintModel{size: size, maxAge: maxAge}
 		nodes := 3 + rng.IntN(12)
 		for step := range 4000 {
@@ -100,9 +108,13 @@ func TestHintCacheAgainstModel(t *testing.T) {
 				}
 			} else {
 				ref := &pb.NodeRef{Id: []byte(fmt.Sprintf("n%d", rng.IntN(nodes))), Start: []byte{1}}
-				load := float64(rng.IntN(5))
-				c.add(ref, load, 10, at)
-				m.add(ref, load, 10, at)
+				// Few distinct loads and successor sizes, so that ties on both are common.
+				r := &pb.LoadHint{Node: ref, Load: float64(rng.IntN(5)), Thres: 10, At: at}
+				if items := rng.IntN(4); items < 3 {
+					r.SuccessorItems = proto.Uint64(uint64(items))
+				}
+				c.add(r)
+				m.add(r)
 			}
 			if got, want := hintList(c.entries), hintList(m.entries); !slices.Equal(got, want) {
 				t.Fatalf("seed %d step %d: entries %v, model %v", seed, step, got, want)

@@ -87,7 +87,7 @@ type maintainState struct {
 	intruder    overlay.NodeID
 	intruderSeq uint64
 	// succItems is what the level-0 successor last said it stores (succItemsOf names it): the
-	// items lost with it if it fails.
+	// items lost with it if it fails, and what its leave would move (SuccessorItems).
 	succItems   int
 	succItemsOf overlay.NodeID
 	formerCalls map[overlay.NodeID]int
@@ -944,4 +944,13 @@ func (n *Node) onNeighborUpdate(from overlay.Peer, u *pb.NeighborUpdate) {
 		n.maintain.intruder = node.ID
 		n.maintain.intruderSeq = n.ping(node, 0, true)
 	}
+}
+
+// SuccessorItems reports how many items the level-0 successor said it stores in its last answer
+// to a ping; false when the successor has not answered one since it became the successor.
+func (n *Node) SuccessorItems() (int, bool) {
+	if !n.Owns() || n.maintain.succItemsOf != n.levels[0].succ.ID || n.levels[0].succ.ID == n.self.ID {
+		return 0, false
+	}
+	return n.maintain.succItems, true
 }

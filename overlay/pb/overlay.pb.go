@@ -596,13 +596,16 @@ func (x *Route) GetHints() []*LoadHint {
 // LoadHint reports a node that was underloaded and idle at time at (the reporter's clock, unix
 // nanoseconds).
 type LoadHint struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Node          *NodeRef               `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
-	Load          float64                `protobuf:"fixed64,2,opt,name=load,proto3" json:"load,omitempty"`
-	Thres         float64                `protobuf:"fixed64,3,opt,name=thres,proto3" json:"thres,omitempty"`
-	At            int64                  `protobuf:"varint,4,opt,name=at,proto3" json:"at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Node  *NodeRef               `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Load  float64                `protobuf:"fixed64,2,opt,name=load,proto3" json:"load,omitempty"`
+	Thres float64                `protobuf:"fixed64,3,opt,name=thres,proto3" json:"thres,omitempty"`
+	At    int64                  `protobuf:"varint,4,opt,name=at,proto3" json:"at,omitempty"`
+	// Items stored by the node's level-0 successor, the node that would migrate if this one were
+	// chosen as M: what its leave would move. Absent when unknown.
+	SuccessorItems *uint64 `protobuf:"varint,5,opt,name=successor_items,json=successorItems,proto3,oneof" json:"successor_items,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *LoadHint) Reset() {
@@ -659,6 +662,13 @@ func (x *LoadHint) GetThres() float64 {
 func (x *LoadHint) GetAt() int64 {
 	if x != nil {
 		return x.At
+	}
+	return 0
+}
+
+func (x *LoadHint) GetSuccessorItems() uint64 {
+	if x != nil && x.SuccessorItems != nil {
+		return *x.SuccessorItems
 	}
 	return 0
 }
@@ -3201,13 +3211,16 @@ func (x *NixTurn) GetIndex() uint32 {
 // RemoteLock reserves the underloaded node M (first message, from the end node) and then up to
 // want idle nodes clockwise after it (SPEC §6.2).
 type RemoteLock struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	End           *NodeRef               `protobuf:"bytes,1,opt,name=end,proto3" json:"end,omitempty"`
-	Want          uint32                 `protobuf:"varint,2,opt,name=want,proto3" json:"want,omitempty"`
-	Migrants      []*NodeRef             `protobuf:"bytes,3,rep,name=migrants,proto3" json:"migrants,omitempty"`
-	AccLoad       float64                `protobuf:"fixed64,4,opt,name=acc_load,json=accLoad,proto3" json:"acc_load,omitempty"`
-	MThres        float64                `protobuf:"fixed64,5,opt,name=m_thres,json=mThres,proto3" json:"m_thres,omitempty"`
-	M             *NodeRef               `protobuf:"bytes,6,opt,name=m,proto3" json:"m,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	End      *NodeRef               `protobuf:"bytes,1,opt,name=end,proto3" json:"end,omitempty"`
+	Want     uint32                 `protobuf:"varint,2,opt,name=want,proto3" json:"want,omitempty"`
+	Migrants []*NodeRef             `protobuf:"bytes,3,rep,name=migrants,proto3" json:"migrants,omitempty"`
+	AccLoad  float64                `protobuf:"fixed64,4,opt,name=acc_load,json=accLoad,proto3" json:"acc_load,omitempty"`
+	MThres   float64                `protobuf:"fixed64,5,opt,name=m_thres,json=mThres,proto3" json:"m_thres,omitempty"`
+	M        *NodeRef               `protobuf:"bytes,6,opt,name=m,proto3" json:"m,omitempty"`
+	// Items stored by M and by the migrants reserved before: a node holding more does not migrate
+	// onto them (unless the thesis's rule is asked for).
+	AccItems      uint64 `protobuf:"varint,7,opt,name=acc_items,json=accItems,proto3" json:"acc_items,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3282,6 +3295,13 @@ func (x *RemoteLock) GetM() *NodeRef {
 		return x.M
 	}
 	return nil
+}
+
+func (x *RemoteLock) GetAccItems() uint64 {
+	if x != nil {
+		return x.AccItems
+	}
+	return 0
 }
 
 // RemoteReply tells the end node which remote nodes the remote wave reserved (none: refused).
@@ -3909,12 +3929,14 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"prev_start\x18\x03 \x01(\fR\tprevStart\x12\x19\n" +
 	"\bhas_prev\x18\x04 \x01(\bR\ahasPrev\x12\x19\n" +
 	"\bwalk_ccw\x18\x05 \x01(\bR\awalkCcw\x121\n" +
-	"\x05hints\x18\x06 \x03(\v2\x1b.skiprange.overlay.LoadHintR\x05hints\"t\n" +
+	"\x05hints\x18\x06 \x03(\v2\x1b.skiprange.overlay.LoadHintR\x05hints\"\xb6\x01\n" +
 	"\bLoadHint\x12.\n" +
 	"\x04node\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04node\x12\x12\n" +
 	"\x04load\x18\x02 \x01(\x01R\x04load\x12\x14\n" +
 	"\x05thres\x18\x03 \x01(\x01R\x05thres\x12\x0e\n" +
-	"\x02at\x18\x04 \x01(\x03R\x02at\"2\n" +
+	"\x02at\x18\x04 \x01(\x03R\x02at\x12,\n" +
+	"\x0fsuccessor_items\x18\x05 \x01(\x04H\x00R\x0esuccessorItems\x88\x01\x01B\x12\n" +
+	"\x10_successor_items\"2\n" +
 	"\bKeyRange\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\fR\x05start\x12\x10\n" +
 	"\x03end\x18\x02 \x01(\fR\x03end\"\xc0\x01\n" +
@@ -4117,7 +4139,7 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\aNixTurn\x12)\n" +
 	"\x03dir\x18\x01 \x01(\x0e2\x17.skiprange.overlay.SideR\x03dir\x120\n" +
 	"\x05chain\x18\x02 \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05chain\x12\x14\n" +
-	"\x05index\x18\x03 \x01(\rR\x05index\"\xe4\x01\n" +
+	"\x05index\x18\x03 \x01(\rR\x05index\"\x81\x02\n" +
 	"\n" +
 	"RemoteLock\x12,\n" +
 	"\x03end\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x03end\x12\x12\n" +
@@ -4125,7 +4147,8 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\bmigrants\x18\x03 \x03(\v2\x1a.skiprange.overlay.NodeRefR\bmigrants\x12\x19\n" +
 	"\bacc_load\x18\x04 \x01(\x01R\aaccLoad\x12\x17\n" +
 	"\am_thres\x18\x05 \x01(\x01R\x06mThres\x12(\n" +
-	"\x01m\x18\x06 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x01m\"\x87\x01\n" +
+	"\x01m\x18\x06 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x01m\x12\x1b\n" +
+	"\tacc_items\x18\a \x01(\x04R\baccItems\"\x87\x01\n" +
 	"\vRemoteReply\x12(\n" +
 	"\x01m\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x01m\x126\n" +
 	"\bmigrants\x18\x02 \x03(\v2\x1a.skiprange.overlay.NodeRefR\bmigrants\x12\x16\n" +
@@ -4385,6 +4408,7 @@ func file_overlay_pb_overlay_proto_init() {
 	if File_overlay_pb_overlay_proto != nil {
 		return
 	}
+	file_overlay_pb_overlay_proto_msgTypes[3].OneofWrappers = []any{}
 	file_overlay_pb_overlay_proto_msgTypes[25].OneofWrappers = []any{
 		(*Envelope_Lookup)(nil),
 		(*Envelope_LookupReply)(nil),
