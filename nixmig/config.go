@@ -105,12 +105,12 @@ type Config struct {
 	FaithfulPhases bool
 	// FaithfulMigrants: any idle node light enough migrates, whatever it stores, and candidates
 	// for M are ranked by load alone, as in the thesis. Ours: a node migrates onto M only if it
-	// stores no more items than M and the migrants reserved before it, and among candidates
-	// equally light the one whose successor (the first migrant) stores fewer items is asked
-	// first. A migrant hands its whole range to M, so without the rule a node that took in
-	// earlier migrants' ranges is sent away with all of them, and a large cold range rolls on
-	// from node to node; with it, as in union by size, every item's holder at least doubles
-	// each time the item moves in a leave.
+	// stores at most migrantSizeRatio (4) times the items of M and the migrants reserved before
+	// it, and among candidates equally light the one whose successor (the first migrant) stores
+	// fewer items is asked first. A migrant hands its whole range to M, so without the rule a
+	// node that took in earlier migrants' ranges could be sent away with all of them, and a
+	// large cold range rolled on from node to node; with it, each time an item moves in a leave
+	// its new holder is at least 1.25 times as large as its old one.
 	FaithfulMigrants bool
 	// IBInterval and IBEpsilon: Item Balancing's probe period and lightness ratio.
 	IBInterval time.Duration

@@ -145,6 +145,10 @@ func (b *Balancer) remoteLock(e *endState, m overlay.Peer) {
 	b.send(m.ID, e.wave, &pb.RemoteLock{End: b.sg.Self().ToPB(), Want: uint32(e.exNodes)})
 }
 
+// migrantSizeRatio: a node storing more than this many times the items of M and the migrants
+// before it does not migrate onto them (unless Config.FaithfulMigrants).
+const migrantSizeRatio = 4
+
 // onRemoteLock reserves this node as M (first request) or as a migrant after M.
 func (b *Balancer) onRemoteLock(from overlay.Peer, wave uint64, r *pb.RemoteLock) {
 	end := overlay.NodeID(r.End.Id)
@@ -169,7 +173,7 @@ func (b *Balancer) onRemoteLock(from overlay.Peer, wave uint64, r *pb.RemoteLock
 	}
 	reply := &pb.RemoteReply{M: r.M, Migrants: r.Migrants}
 	items := uint64(b.store.Len())
-	if !b.idle() || end == b.sg.ID() || r.AccLoad+l >= r.MThres || (!b.cfg.FaithfulMigrants && items > r.AccItems) {
+	if !b.idle() || end == b.sg.ID() || r.AccLoad+l >= r.MThres || (!b.cfg.FaithfulMigrants && items > migrantSizeRatio*r.AccItems) {
 		b.send(end, wave, reply)
 		return
 	}

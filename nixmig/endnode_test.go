@@ -161,16 +161,18 @@ func TestEndNodeRunsNIXChainAlongsideRemoteWave(t *testing.T) {
 }
 
 // TestMigrantNoLargerThanM: a node asked to migrate onto M (remote lock with M set) joins the
-// migrants only if it stores no more items than M and the migrants before it (acc_items), so
-// a node that took in earlier migrants' ranges is not sent away with all of them.
+// migrants only if it stores at most migrantSizeRatio times the items of M and the migrants
+// before it (acc_items), so a node that took in earlier migrants' ranges is not sent away with
+// all of them.
 // FaithfulMigrants (the thesis) lets any idle node light enough migrate.
 func TestMigrantNoLargerThanM(t *testing.T) {
 	const wave = 9
+	const items = 48 // what the asked node stores
 	migrants := func(cfg Config, accItems uint64) int {
 		t.Helper()
 		env := &recordingEnv{now: time.Unix(1000, 0), rng: rand.New(rand.NewPCG(1, 2))}
 		st := store.NewMemory()
-		for i := range 50 {
+		for i := range items {
 			if err := st.Put(overlay.Uint64Key(uint64(i)), []byte("v")); err != nil {
 				t.Fatal(err)
 			}
@@ -196,15 +198,15 @@ func TestMigrantNoLargerThanM(t *testing.T) {
 		t.Fatal("no remote reply sent")
 		return 0
 	}
-	if got := migrants(DefaultConfig(), 50); got != 1 {
-		t.Errorf("a node storing as many items as M: %d migrants, want 1", got)
+	if got := migrants(DefaultConfig(), items/migrantSizeRatio); got != 1 {
+		t.Errorf("a node storing %d items, M %d: %d migrants, want 1", items, items/migrantSizeRatio, got)
 	}
-	if got := migrants(DefaultConfig(), 49); got != 0 {
-		t.Errorf("a node storing more items than M: %d migrants, want 0 (it stays)", got)
+	if got := migrants(DefaultConfig(), items/migrantSizeRatio-1); got != 0 {
+		t.Errorf("a node storing %d items, M %d: %d migrants, want 0 (it stays)", items, items/migrantSizeRatio-1, got)
 	}
 	faithful := DefaultConfig()
 	faithful.FaithfulMigrants = true
-	if got := migrants(faithful, 49); got != 1 {
+	if got := migrants(faithful, 1); got != 1 {
 		t.Errorf("FaithfulMigrants: %d migrants, want 1", got)
 	}
 }
