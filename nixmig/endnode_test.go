@@ -52,12 +52,11 @@ func (e *recordingEnv) balanceOps() (locks, releases []overlay.NodeID) {
 	return locks, releases
 }
 
-// endNode returns a one-node network's balancer, locked by wave 7 as the only member of its
-// chain, with two hints in its cache: light (5/s) and next (10/s).
-func endNode(t *testing.T, cfg Config) (*recordingEnv, *Balancer) {
+// loneNode returns the balancer of a one-node network: node id, bootstrapped over st.
+func loneNode(t *testing.T, id overlay.NodeID, st overlay.Store, cfg Config) (*recordingEnv, *Balancer) {
 	t.Helper()
 	env := &recordingEnv{now: time.Unix(1000, 0), rng: rand.New(rand.NewPCG(1, 2))}
-	sg, err := skipgraph.New(env, store.NewMemory(), "e", skipgraph.DefaultConfig())
+	sg, err := skipgraph.New(env, st, id, skipgraph.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,6 +67,14 @@ func endNode(t *testing.T, cfg Config) (*recordingEnv, *Balancer) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return env, b
+}
+
+// endNode returns a one-node network's balancer, locked by wave 7 as the only member of its
+// chain, with two hints in its cache: light (5/s) and next (10/s).
+func endNode(t *testing.T, cfg Config) (*recordingEnv, *Balancer) {
+	t.Helper()
+	env, b := loneNode(t, "e", store.NewMemory(), cfg)
 	at := env.now.UnixNano()
 	b.unl.add(&pb.LoadHint{Node: &pb.NodeRef{Id: []byte("light"), Start: []byte("k1")}, Load: 5, Thres: 60, At: at})
 	b.unl.add(&pb.LoadHint{Node: &pb.NodeRef{Id: []byte("next"), Start: []byte("k2")}, Load: 10, Thres: 60, At: at})
@@ -170,24 +177,13 @@ func TestMigrantNoLargerThanM(t *testing.T) {
 	const items = 48 // what the asked node stores
 	migrants := func(cfg Config, accItems uint64) int {
 		t.Helper()
-		env := &recordingEnv{now: time.Unix(1000, 0), rng: rand.New(rand.NewPCG(1, 2))}
 		st := store.NewMemory()
 		for i := range items {
 			if err := st.Put(overlay.Uint64Key(uint64(i)), []byte("v")); err != nil {
 				t.Fatal(err)
 			}
 		}
-		sg, err := skipgraph.New(env, st, "s", skipgraph.DefaultConfig())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := sg.Bootstrap(); err != nil {
-			t.Fatal(err)
-		}
-		b, err := New(env, sg, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		env, b := loneNode(t, "s", st, cfg)
 		m := &pb.NodeRef{Id: []byte("m"), Start: []byte("k0")}
 		b.onRemoteLock(overlay.Peer{ID: "m"}, wave, &pb.RemoteLock{End: &pb.NodeRef{Id: []byte("e")}, Want: 1, MThres: 60, M: m, AccItems: accItems})
 		for _, s := range env.sent {
