@@ -156,7 +156,8 @@ func (c Config) LockLease() time.Duration {
 
 // Faithful returns c with the thesis's literal rules wherever ours differ: no headroom, waves
 // planned with bare excesses, its exNodes and migrant-share formulas, an exam that ends at the
-// first candidate M that accepts, a NIX phase that follows the exam.
+// first candidate M that accepts, a NIX phase that follows the exam, any light node a migrant
+// whatever it stores.
 func (c Config) Faithful() Config {
 	c.Headroom = 0
 	c.FaithfulMoved, c.FaithfulExNodes, c.FaithfulMigShare, c.FaithfulRemote = true, true, true, true
