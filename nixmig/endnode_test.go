@@ -167,12 +167,11 @@ func TestEndNodeRunsNIXChainAlongsideRemoteWave(t *testing.T) {
 	}
 }
 
-// TestMigrantNoLargerThanM: a node asked to migrate onto M (remote lock with M set) joins the
-// migrants only if it stores at most migrantSizeRatio times the items of M and the migrants
+// TestMigrantNotMuchLargerThanM: a node asked to migrate onto M (remote lock with M set) joins
+// the migrants only if it stores at most migrantSizeRatio times the items of M and the migrants
 // before it (acc_items), so a node that took in earlier migrants' ranges is not sent away with
-// all of them.
-// FaithfulMigrants (the thesis) lets any idle node light enough migrate.
-func TestMigrantNoLargerThanM(t *testing.T) {
+// all of them. FaithfulMigrants (the thesis) lets any idle node light enough migrate.
+func TestMigrantNotMuchLargerThanM(t *testing.T) {
 	const wave = 9
 	const items = 48 // what the asked node stores
 	migrants := func(cfg Config, accItems uint64) int {

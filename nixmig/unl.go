@@ -23,9 +23,10 @@ type hint struct {
 
 // rank orders candidates for M: the lighter (load relative to thres) first; on a tie the one
 // whose successor holds fewer items, because that successor leaves its whole range to M when it
-// migrates. (Among equals the cache picks the fresher report.) Ties are the rule on a pulse, where every node outside it
-// has load 0: without the second key, a node that took in the ranges of earlier migrants is as
-// likely to be sent away as any other, its accumulated range with it.
+// migrates. (Among equal ranks the cache picks the fresher report.) Ties are the rule on a
+// pulse, where every node outside it has load 0: without the second key, a node that took in the
+// ranges of earlier migrants is as likely to be sent away as any other, its accumulated range
+// with it.
 type rank struct {
 	relLoad   float64
 	succItems uint64
