@@ -92,10 +92,15 @@ func (n *Node) stampClaim() {
 	if !n.Owns() {
 		return
 	}
-	if r := n.Range(); r != n.claimed {
+	r := n.Range()
+	if r != n.claimed {
 		n.clock++
-		n.claim, n.claimed = n.clock, r
+		n.claim = n.clock
 	}
+	// Equal or not, keep the range's own strings: every message sent stamps the claim, and a
+	// comparison of strings that share their bytes is a pointer check, not a read of the
+	// successor's start from wherever the message that brought it was allocated.
+	n.claimed = r
 }
 
 // settleOverlap decides, by the rule above, the overlap between this node's range and that of

@@ -195,7 +195,8 @@ func (n *Node) end() overlay.Key {
 		return n.self.Start // owns nothing (not joined yet, or gone)
 	}
 	s := n.levels[0].succ
-	if s.ID == n.self.ID {
+	// Membership vectors first: they sit in the link itself, an identity's bytes elsewhere.
+	if s.MVec == n.self.MVec && s.ID == n.self.ID {
 		return n.self.Start
 	}
 	return s.Start
@@ -413,7 +414,11 @@ func (n *Node) learn(p overlay.Peer) {
 			*q = p
 		}
 	}
-	for i := range n.levels {
+	// A node is linked at level i only to nodes whose membership vectors share i leading bits
+	// with its own, so p can be a neighbour only up to their common prefix: most senders share
+	// a bit or two, and the levels above (a dozen at 50,000 nodes) need not be read at all.
+	top := min(len(n.levels)-1, overlay.CommonPrefix(n.self.MVec, p.MVec))
+	for i := 0; i <= top; i++ {
 		refresh(&n.levels[i].pred)
 		if i == 0 && n.succStartMovedUp(p) {
 			continue
