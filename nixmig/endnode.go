@@ -579,9 +579,6 @@ func (b *Balancer) abortEnd(e *endState, reason string) {
 	b.finishEnd(e, false)
 }
 
-// Trace: TEMPORARY instrumentation.
-var Trace func(now time.Time, node overlay.NodeID, ev string, args ...any)
-
 // Holding back a lump (Config.FaithfulLump). A chain whose members are at or under thres only
 // carries the initiator's excess on: each member takes what fits under its Keep, a few per cent
 // of thres, and the end node gets the rest, so a lump with no migrant for it travels ttl nodes a
