@@ -59,7 +59,6 @@ type lockState struct {
 	chain   []overlay.Peer
 	tmpL    float64
 	exNodes int
-	crowded bool // a member after the initiator was over thres itself
 }
 
 // endState is the work of the end node E of a wave, from the exam's end to the MIG phase.
@@ -76,15 +75,12 @@ type endState struct {
 	// chainDone: the NIX chain reached this node. The MIG phase starts when the chain is done
 	// and the remote wave is over (migrants not nil).
 	chainDone bool
-	// hold: the load the initiator keeps back from its NIX when the chain only carries its lump
-	// on (see holdBack).
-	hold    float64
-	splits  []overlay.Key // where each migrant's piece starts (ends, below)
-	ordered int           // migrants ordered so far
-	done    int           // migrants that reported their end
-	share   float64
-	below   bool
-	migs    int
+	splits    []overlay.Key // where each migrant's piece starts (ends, below)
+	ordered   int           // migrants ordered so far
+	done      int           // migrants that reported their end
+	share     float64
+	below     bool
+	migs      int
 }
 
 // migrating is a migration this node is carrying out for a wave.

@@ -112,12 +112,6 @@ type Config struct {
 	// large cold range rolled on from node to node; with it, each time an item moves in a leave
 	// its new holder is at least 1.25 times as large as its old one.
 	FaithfulMigrants bool
-	// FaithfulLump: the NIX chain passes the initiator's whole excess on, as in the thesis (SPEC
-	// §6.3). Ours: when no member after the initiator is over thres itself, the initiator keeps
-	// back what the end node cannot hold under Keep, unless it would then give almost nothing
-	// or one of its keys is too heavy for its neighbours' rooms (see holdBack). Without it a lump
-	// with no migrant for it wandered ttl nodes a wave: zipf θ = 1 moved 13 times IB's items.
-	FaithfulLump bool
 	// IBInterval and IBEpsilon: Item Balancing's probe period and lightness ratio.
 	IBInterval time.Duration
 	IBEpsilon  float64
@@ -163,11 +157,11 @@ func (c Config) LockLease() time.Duration {
 // Faithful returns c with the thesis's literal rules wherever ours differ: no headroom, waves
 // planned with bare excesses, its exNodes and migrant-share formulas, an exam that ends at the
 // first candidate M that accepts, a NIX phase that follows the exam, any light node a migrant
-// whatever it stores, and a NIX chain that passes the initiator's whole excess on.
+// whatever it stores.
 func (c Config) Faithful() Config {
 	c.Headroom = 0
 	c.FaithfulMoved, c.FaithfulExNodes, c.FaithfulMigShare, c.FaithfulRemote = true, true, true, true
-	c.FaithfulPhases, c.FaithfulMigrants, c.FaithfulLump = true, true, true
+	c.FaithfulPhases, c.FaithfulMigrants = true, true
 	return c
 }
 

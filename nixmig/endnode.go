@@ -27,12 +27,6 @@ func (b *Balancer) beginEnd(wave uint64, dir pb.Side, chain []overlay.Peer, tmpL
 	if !search {
 		e.migrants = []overlay.Peer{}
 	}
-	if search && !b.cfg.FaithfulLump && len(chain) > 1 && !b.lock.crowded {
-		// No member after the initiator is over thres itself: the chain only carries the
-		// initiator's lump on. It moves what the members and this node can take under Keep; the
-		// initiator holds back the rest (see holdBack).
-		e.hold = max(0, tmpL-b.cfg.Keep())
-	}
 	if !search || !b.cfg.FaithfulPhases {
 		b.startNIX(e)
 	}
@@ -223,7 +217,7 @@ func (b *Balancer) onRemoteReply(wave uint64, r *pb.RemoteReply) {
 
 func (b *Balancer) startNIX(e *endState) {
 	b.renew(e.wave, b.cfg.LockLease())
-	b.send(e.chain[0].ID, e.wave, &pb.NixTurn{Dir: e.dir, Chain: overlay.PeersToPB(e.chain), Index: 0, Hold: e.hold})
+	b.send(e.chain[0].ID, e.wave, &pb.NixTurn{Dir: e.dir, Chain: overlay.PeersToPB(e.chain), Index: 0})
 }
 
 func (b *Balancer) onNixTurn(wave uint64, t *pb.NixTurn) {
@@ -261,9 +255,6 @@ func (b *Balancer) onNixTurn(wave uint64, t *pb.NixTurn) {
 		b.send(chain[i+1].ID, wave, &pb.NixTurn{Dir: t.Dir, Chain: t.Chain, Index: t.Index + 1})
 	}
 	want := moved(b.load.Load(b.env.Now()), b.cfg.Keep(), b.cfg.OverThres, b.cfg.A)
-	if t.Hold > 0 && i == 0 {
-		want = b.holdBack(want, t.Hold)
-	}
 	if want <= 0 {
 		pass()
 		return
@@ -577,42 +568,4 @@ func (b *Balancer) abortEnd(e *endState, reason string) {
 		}
 	}
 	b.finishEnd(e, false)
-}
-
-// Holding back a lump (Config.FaithfulLump). A chain whose members are at or under thres only
-// carries the initiator's excess on: each member takes what fits under its Keep, a few per cent
-// of thres, and the end node gets the rest, so a lump with no migrant for it travels ttl nodes a
-// wave instead of spreading (zipf θ = 1 at 500 nodes: 92% of the 233K items moved were NIXes,
-// each key moved 8 times on the mean). The initiator keeps back what the end node cannot hold
-// under Keep, unless
-//   - what it would then give is under holdMinGive·Keep: its neighbourhood is full and the lump
-//     must travel to find room, as before;
-//   - one of its keys carries more than lumpKeyShare·Keep: rooms of a few per cent of thres take
-//     no such key, which passes on to the end node anyway (on the pulses a hot key carries 5–17/s:
-//     there, holding back cost far more time and items than it saved).
-const (
-	holdMinGive  = 0.05
-	lumpKeyShare = 0.05
-)
-
-// holdBack is what the initiator of a lump's wave hands on when the end node asks it to hold back
-// hold of its excess want.
-func (b *Balancer) holdBack(want, hold float64) float64 {
-	keep := b.cfg.Keep()
-	give := want - hold
-	if give < holdMinGive*keep || b.maxKeyLoad() > lumpKeyShare*keep {
-		return want
-	}
-	return give
-}
-
-// maxKeyLoad is the load of this node's heaviest key.
-func (b *Balancer) maxKeyLoad() float64 {
-	now := b.env.Now()
-	m := 0.0
-	_ = b.store.Ascend(b.sg.Range(), func(k overlay.Key, _ []byte) bool {
-		m = max(m, b.load.KeyLoad(k, now))
-		return true
-	})
-	return m
 }

@@ -1,8 +1,6 @@
 package nixmig
 
 import (
-	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -238,75 +236,5 @@ func TestHintsRankedBySuccessorItems(t *testing.T) {
 		if !slices.Equal(order, want) {
 			t.Errorf("faithful %v: candidates in order %v, want %v", faithful, order, want)
 		}
-	}
-}
-
-// TestEndNodeHoldsBackLumpOfUncrowdedChain: when no member after the initiator is over thres
-// itself, the chain only carries the initiator's lump on, and the end node asks the initiator
-// to hold back what it cannot keep under Keep (NixTurn.hold). A crowded chain (a member over
-// thres) and FaithfulLump (the thesis) pass the whole excess on.
-func TestEndNodeHoldsBackLumpOfUncrowdedChain(t *testing.T) {
-	const wave = 7
-	p := overlay.Peer{ID: "p", Start: "k0"}
-	firstHold := func(cfg Config, crowded bool) float64 {
-		env, b := endNode(t, cfg)
-		b.lock.crowded = crowded
-		b.beginEnd(wave, pb.Side_SIDE_SUCC, []overlay.Peer{p, b.sg.Self()}, 160, 3)
-		for _, s := range env.sent {
-			if turn := s.m.GetBalance().GetNixTurn(); turn != nil {
-				if s.to != "p" || turn.Index != 0 {
-					t.Fatalf("first NIX turn to %s at index %d, want the initiator p at 0", s.to, turn.Index)
-				}
-				return turn.Hold
-			}
-		}
-		t.Fatal("no NIX turn sent")
-		return 0
-	}
-	cfg := DefaultConfig()
-	if got, want := firstHold(cfg, false), 160-cfg.Keep(); math.Abs(got-want) > 1e-9 {
-		t.Errorf("uncrowded chain: hold %v, want tmpL - Keep = %v", got, want)
-	}
-	if got := firstHold(cfg, true); got != 0 {
-		t.Errorf("crowded chain: hold %v, want 0", got)
-	}
-	faithful := cfg
-	faithful.FaithfulLump = true
-	if got := faithful.Faithful(); !got.FaithfulLump {
-		t.Error("Faithful() does not set FaithfulLump")
-	}
-	if got := firstHold(faithful, false); got != 0 {
-		t.Errorf("FaithfulLump: hold %v, want 0", got)
-	}
-}
-
-// TestHoldBack: the initiator gives its excess less the hold, unless it would then give less
-// than holdMinGive·Keep (its neighbourhood is full: the lump travels as before) or one of its
-// keys is heavier than lumpKeyShare·Keep (too heavy for the few per cent its neighbours have free).
-func TestHoldBack(t *testing.T) {
-	st := store.NewMemory()
-	_, b := loneNode(t, "i", st, DefaultConfig())
-	now := b.env.Now()
-	hit := func(k overlay.Key, perSecond float64) {
-		if err := st.Put(k, []byte("v")); err != nil {
-			t.Fatal(err)
-		}
-		for range int(perSecond * b.cfg.Window.Seconds()) {
-			b.load.Hit(k, now)
-		}
-	}
-	for i := range 20 {
-		hit(overlay.Key(fmt.Sprintf("k%02d", i)), 1) // fine keys of 1/s
-	}
-	keep := b.cfg.Keep()
-	if got := b.holdBack(30, 10); math.Abs(got-20) > 1e-9 {
-		t.Errorf("fine keys: gives %v, want 30 - 10 = 20", got)
-	}
-	if got := b.holdBack(30, 30-holdMinGive*keep/2); got != 30 {
-		t.Errorf("almost nothing to give: gives %v, want the whole excess 30", got)
-	}
-	hit("k99", 2*lumpKeyShare*keep) // one key too heavy for a neighbour's room
-	if got := b.holdBack(30, 10); got != 30 {
-		t.Errorf("a heavy key: gives %v, want the whole excess 30", got)
 	}
 }

@@ -57,7 +57,7 @@ func Validate(m *pb.Balance) error {
 		if len(t.Chain) == 0 || int(t.Index) >= len(t.Chain) {
 			return errors.New("nix turn index outside its chain")
 		}
-		return errors.Join(side(t.Dir), refs(t.Chain), finite(t.Hold))
+		return errors.Join(side(t.Dir), refs(t.Chain))
 	case *pb.Balance_RemoteLock:
 		r := op.RemoteLock
 		if r.End == nil || len(r.End.Id) == 0 {

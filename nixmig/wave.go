@@ -226,13 +226,12 @@ func (b *Balancer) onLockRequest(from overlay.Peer, wave uint64, r *pb.LockReque
 	tmpL := l + r.Moved
 	ex := b.exNodes(tmpL)
 	chain := append(overlay.PeersFromPB(r.Chain), self)
-	crowded := r.Crowded || l > b.cfg.Thres
 	b.lockFor(wave, roleChain, b.cfg.LockLease())
-	b.lock.dir, b.lock.chain, b.lock.tmpL, b.lock.exNodes, b.lock.crowded = r.Dir, chain, tmpL, ex, crowded
+	b.lock.dir, b.lock.chain, b.lock.tmpL, b.lock.exNodes = r.Dir, chain, tmpL, ex
 	reserved := len(chain) - 1
 	next := b.neighbour(r.Dir)
 	if tmpL > b.cfg.Keep() && reserved < b.cfg.TTL && ex <= b.cfg.TTL && !next.IsZero() && next.ID != self.ID && next.ID != chain[0].ID {
-		b.send(next.ID, wave, &pb.LockRequest{Dir: r.Dir, Chain: overlay.PeersToPB(chain), TmpLoad: tmpL, Moved: b.pieceLoad(r.Dir, tmpL), Crowded: crowded})
+		b.send(next.ID, wave, &pb.LockRequest{Dir: r.Dir, Chain: overlay.PeersToPB(chain), TmpLoad: tmpL, Moved: b.pieceLoad(r.Dir, tmpL)})
 		return
 	}
 	b.beginEnd(wave, r.Dir, chain, tmpL, ex)

@@ -2971,15 +2971,13 @@ func (*Balance_IbNix) isBalance_Op() {}
 // LockRequest reserves the next node of a local wave (SPEC §6.1). chain lists the nodes reserved
 // so far, initiator first; tmp_load is the sender's load once the wave's NIX chain has reached it;
 // moved is the load it will then hand to the receiver (worked out by the sender, whose thres,
-// overThres and headroom decide it). crowded: some member after the initiator carries more than
-// its thres itself, before the wave adds to it.
+// overThres and headroom decide it).
 type LockRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Dir           Side                   `protobuf:"varint,1,opt,name=dir,proto3,enum=skiprange.overlay.Side" json:"dir,omitempty"`
 	Chain         []*NodeRef             `protobuf:"bytes,2,rep,name=chain,proto3" json:"chain,omitempty"`
 	TmpLoad       float64                `protobuf:"fixed64,3,opt,name=tmp_load,json=tmpLoad,proto3" json:"tmp_load,omitempty"`
 	Moved         float64                `protobuf:"fixed64,6,opt,name=moved,proto3" json:"moved,omitempty"`
-	Crowded       bool                   `protobuf:"varint,7,opt,name=crowded,proto3" json:"crowded,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3040,13 +3038,6 @@ func (x *LockRequest) GetMoved() float64 {
 		return x.Moved
 	}
 	return 0
-}
-
-func (x *LockRequest) GetCrowded() bool {
-	if x != nil {
-		return x.Crowded
-	}
-	return false
 }
 
 // LockRefused tells the last reserved node that the next one refused: the wave ends there.
@@ -3156,14 +3147,12 @@ func (x *Release) GetDir() Side {
 	return Side_SIDE_UNSPECIFIED
 }
 
-// NixTurn tells chain[index] that its turn in the NIX chain has come (SPEC §6.3). hold: the load
-// the initiator keeps back from its NIX, the part of its excess the end node could not place.
+// NixTurn tells chain[index] that its turn in the NIX chain has come (SPEC §6.3).
 type NixTurn struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Dir           Side                   `protobuf:"varint,1,opt,name=dir,proto3,enum=skiprange.overlay.Side" json:"dir,omitempty"`
 	Chain         []*NodeRef             `protobuf:"bytes,2,rep,name=chain,proto3" json:"chain,omitempty"`
 	Index         uint32                 `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
-	Hold          float64                `protobuf:"fixed64,4,opt,name=hold,proto3" json:"hold,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3215,13 +3204,6 @@ func (x *NixTurn) GetChain() []*NodeRef {
 func (x *NixTurn) GetIndex() uint32 {
 	if x != nil {
 		return x.Index
-	}
-	return 0
-}
-
-func (x *NixTurn) GetHold() float64 {
-	if x != nil {
-		return x.Hold
 	}
 	return 0
 }
@@ -4142,24 +4124,22 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"probeReply\x127\n" +
 	"\bib_offer\x18\x15 \x01(\v2\x1a.skiprange.overlay.IBOfferH\x00R\aibOffer\x121\n" +
 	"\x06ib_nix\x18\x16 \x01(\v2\x18.skiprange.overlay.IBNixH\x00R\x05ibNixB\x04\n" +
-	"\x02op\"\xc1\x01\n" +
+	"\x02op\"\xa7\x01\n" +
 	"\vLockRequest\x12)\n" +
 	"\x03dir\x18\x01 \x01(\x0e2\x17.skiprange.overlay.SideR\x03dir\x120\n" +
 	"\x05chain\x18\x02 \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05chain\x12\x19\n" +
 	"\btmp_load\x18\x03 \x01(\x01R\atmpLoad\x12\x14\n" +
-	"\x05moved\x18\x06 \x01(\x01R\x05moved\x12\x18\n" +
-	"\acrowded\x18\a \x01(\bR\acrowdedJ\x04\b\x04\x10\x05J\x04\b\x05\x10\x06\"%\n" +
+	"\x05moved\x18\x06 \x01(\x01R\x05movedJ\x04\b\x04\x10\x05J\x04\b\x05\x10\x06\"%\n" +
 	"\vLockRefused\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\"b\n" +
 	"\aRelease\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x14\n" +
 	"\x05abort\x18\x02 \x01(\bR\x05abort\x12)\n" +
-	"\x03dir\x18\x03 \x01(\x0e2\x17.skiprange.overlay.SideR\x03dir\"\x90\x01\n" +
+	"\x03dir\x18\x03 \x01(\x0e2\x17.skiprange.overlay.SideR\x03dir\"|\n" +
 	"\aNixTurn\x12)\n" +
 	"\x03dir\x18\x01 \x01(\x0e2\x17.skiprange.overlay.SideR\x03dir\x120\n" +
 	"\x05chain\x18\x02 \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05chain\x12\x14\n" +
-	"\x05index\x18\x03 \x01(\rR\x05index\x12\x12\n" +
-	"\x04hold\x18\x04 \x01(\x01R\x04hold\"\x81\x02\n" +
+	"\x05index\x18\x03 \x01(\rR\x05index\"\x81\x02\n" +
 	"\n" +
 	"RemoteLock\x12,\n" +
 	"\x03end\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x03end\x12\x12\n" +
