@@ -86,6 +86,10 @@ type maintainState struct {
 	// this node and the successor: pinged, it is re-admitted if it answers (see readmit).
 	intruder    overlay.NodeID
 	intruderSeq uint64
+	// stranger is a check under way before a take-over: the level-0 successor came back as a
+	// new incarnation, and the next live successor was asked for its predecessor (see
+	// strangerSeen).
+	stranger strangerCheck
 	// succItems is what the level-0 successor last said it stores (succItemsOf names it): the
 	// items lost with it if it fails, and what its leave would move (SuccessorItems).
 	succItems   int
@@ -263,6 +267,11 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 		n.maintain.succItems, n.maintain.succItemsOf = int(p.Items), from.ID
 	}
 	n.checkConfirmed(from, p)
+	if c := n.maintain.stranger; c.seq != 0 && c.seq == p.Seq {
+		n.maintain.stranger = strangerCheck{}
+		n.strangerChecked(c, from, overlay.PeerFromPB(p.Pred))
+		return
+	}
 	if p.Seq == n.maintain.intruderSeq && from.ID == n.maintain.intruder {
 		// Only the answer to the check itself counts: an older pong may have been sent before
 		// the node handed its range over. A node that answers now still owns its range (a node
@@ -353,6 +362,12 @@ func (n *Node) onPingTimeout(seq uint64) {
 		return
 	}
 	delete(n.maintain.pings, seq)
+	if c := n.maintain.stranger; c.seq != 0 && c.seq == seq {
+		// The next successor did not answer either: take the range over as before the check.
+		n.maintain.stranger = strangerCheck{}
+		n.strangerChecked(c, overlay.Peer{}, overlay.Peer{})
+		return
+	}
 	if lk := n.levels[0]; (lk.succ.ID == info.peer && lk.succ.Incarnation != info.incarnation) ||
 		(lk.pred.ID == info.peer && lk.pred.Incarnation != info.incarnation) {
 		return // the ping went to a former incarnation of today's neighbour
@@ -515,6 +530,78 @@ func (n *Node) linksFailed(id overlay.NodeID, keep uint64) {
 		}
 	}
 	n.refreshFrom(1, pb.Cause_CAUSE_REPAIR)
+}
+
+// strangerCheck is a take-over put off until the next successor has answered: gone came back
+// as incarnation keep, and seq is the ping to the node after it.
+type strangerCheck struct {
+	gone overlay.NodeID
+	keep uint64
+	seq  uint64
+}
+
+// strangerSeen handles a node that answers as a new incarnation of one this node links to: the
+// old one is gone. When it was the level-0 successor, its range is not taken over at once: the
+// link may be stale — the successor migrated (a graceful leave to its predecessor, then a join
+// elsewhere) and the node that leaves next to it told this one of it before learning who
+// joined between them — and then a live node holds that range. The next successor knows its
+// predecessor; it is asked first (strangerChecked).
+func (n *Node) strangerSeen(p overlay.Peer) {
+	succ := n.levels[0].succ
+	if succ.ID != p.ID || succ.Incarnation == p.Incarnation || succ.ID == n.self.ID {
+		n.linksFailed(p.ID, p.Incarnation)
+		return
+	}
+	c := n.maintain.stranger
+	if _, asking := n.maintain.pings[c.seq]; asking && c.gone == p.ID && c.keep == p.Incarnation {
+		return
+	}
+	gone := func(q overlay.Peer) bool { return q.ID == p.ID && q.Incarnation != p.Incarnation }
+	next := n.nearestClockwise(gone)
+	for _, q := range n.succList {
+		if !gone(q) {
+			next = q
+			break
+		}
+	}
+	if next.IsZero() || next.ID == n.self.ID {
+		n.linksFailed(p.ID, p.Incarnation)
+		return
+	}
+	n.maintain.stranger = strangerCheck{gone: p.ID, keep: p.Incarnation, seq: n.ping(next, 0, false)}
+}
+
+// strangerChecked ends the check of strangerSeen with the next successor's answer (a zero next
+// when it did not answer). If its predecessor lies between where this range ends and it, that
+// node is alive and holds what the successor held: this node links to it and takes over only
+// the keys before it, if any (none when the link was stale). Otherwise the range up to the next
+// successor is taken over, as for a successor found dead.
+func (n *Node) strangerChecked(c strangerCheck, next, theirPred overlay.Peer) {
+	succ := n.levels[0].succ
+	if succ.ID != c.gone || succ.Incarnation == c.keep || !n.Owns() {
+		return // settled meanwhile
+	}
+	end := n.end()
+	if !next.IsZero() && !theirPred.IsZero() && theirPred.ID != n.self.ID && theirPred.ID != c.gone &&
+		(theirPred.Start == end || overlay.StrictlyBetween(end, theirPred.Start, next.Start)) {
+		list := []overlay.Peer{theirPred, next}
+		for _, q := range n.succList {
+			if q.ID != theirPred.ID && q.ID != next.ID {
+				list = append(list, q)
+			}
+		}
+		n.succList = n.trimSuccList(list)
+		if theirPred.Start == end {
+			// The link was stale: the range stays as it is, only the successor changes. The
+			// pong of this ping tells theirPred, if need be, that this node precedes it.
+			n.levels[0].succ = theirPred
+			n.debug("successor came back as a stranger; relinked to the node holding its range", func() []zap.Field {
+				return []zap.Field{zap.String("stranger", string(c.gone)), zap.String("new_succ", string(theirPred.ID))}
+			})
+			n.ping(theirPred, 0, true)
+		}
+	}
+	n.linksFailed(c.gone, c.keep)
 }
 
 // nearestClockwise returns, among every node this one links to except the gone ones, the first one

@@ -250,3 +250,42 @@ func TestRefusedPredUpdatePointsToCloserPred(t *testing.T) {
 	nw.advance(time.Minute)
 	nw.checkRing()
 }
+
+// TestStrangerSuccessorCheckedBeforeTakeOver checks the rest of the back-to-back migrations
+// race: a still links to c by a stale word (its range ends where b, which it never learned,
+// starts), and c migrates away — its range goes to b — and comes back elsewhere as a new
+// incarnation. Taking c's old range over up to the next listed successor would claim b's live
+// range; a asks that successor for its predecessor first, finds b and links to it, its range
+// unchanged and nothing counted lost.
+func TestStrangerSuccessorCheckedBeforeTakeOver(t *testing.T) {
+	nw := fourNodes(t)
+	a, b, c, d := nw.nodes["a"], nw.nodes["b"], nw.nodes["c"], nw.nodes["d"]
+	stale := c.Self()
+	stale.Start = b.Self().Start
+	a.levels[0].succ = stale
+	a.succList = []overlay.Peer{stale, d.Self()}
+	rangeBefore := a.Range()
+	old := c.Self()
+	if err := c.Migrate("d", k(3500), false); err != nil {
+		t.Fatal(err)
+	}
+	nw.runChecked(nw.checkNoOverlap)
+	if c.Self().Incarnation == old.Incarnation {
+		t.Fatal("the migrant kept its incarnation")
+	}
+	nw.advanceWith(time.Minute, nw.checkNoOverlap)
+	if _, s := a.Neighbors(0); s.ID != b.ID() {
+		t.Fatalf("a's successor is %s, want b", s.ID)
+	}
+	if a.Range() != rangeBefore || a.Stats.RangesLost != 0 {
+		t.Fatalf("a's range moved from %s to %s, %d ranges counted lost", rangeBefore, a.Range(), a.Stats.RangesLost)
+	}
+	nw.checkRanges(map[overlay.NodeID]overlay.Range{
+		"a": {Start: "", End: k(1000)},
+		"b": {Start: k(1000), End: k(3000)},
+		"d": {Start: k(3000), End: k(3500)},
+		"c": {Start: k(3500), End: ""},
+	})
+	nw.checkRing()
+	nw.checkLevels()
+}

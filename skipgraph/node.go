@@ -429,7 +429,7 @@ func (n *Node) learn(p overlay.Peer) {
 		refresh(&n.succList[i])
 	}
 	if stale && p.Incarnation != 0 {
-		n.linksFailed(p.ID, p.Incarnation)
+		n.strangerSeen(p)
 	}
 }
 
