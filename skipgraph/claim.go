@@ -34,7 +34,14 @@ import (
 //     and only keys x lacks are added (readmit);
 //   - x's claim wins over an unconfirmed n: n's copies there predate the ring's take-over (they
 //     were counted lost then, and keys deleted since would come back); it drops them (cede);
-//   - neither claim is confirmed: nothing is decided until one of them is; the check repeats.
+//   - neither claim is confirmed: readmit with keep_existing, whatever the versions. Neither
+//     node took writes while unconfirmed (it holds requests), so the newest values in the
+//     overlap are those written where x answered from before: n took x's range over without
+//     its items, and a node cut off from the others stamps new versions as it goes, so the
+//     higher version would favour n's older copies. Nothing is dropped either: waiting for one
+//     of the two to be confirmed, as we once did, could wait for ever — after crashes around
+//     them, each may need the other as its neighbour to be confirmed at all — and the one that
+//     gave up first dropped items that were nowhere else (TestOverlayProperties found it).
 //
 // Each decision is reported as an EventConflict that names both claims.
 
@@ -110,9 +117,7 @@ func (n *Node) settleOverlap(x overlay.Peer, p *pb.Pong) {
 	theirs := claim{confirmed: !p.Unconfirmed, version: p.Claim, id: x.ID}
 	switch {
 	case !mine.confirmed && !theirs.confirmed:
-		n.debug("overlap undecided: neither claim confirmed", func() []zap.Field {
-			return []zap.Field{zap.Stringer("mine", mine), zap.Stringer("theirs", theirs)}
-		})
+		n.readmit(x, true, fmt.Sprintf("neither claim confirmed (ours %s, theirs %s): the node answering from its start keeps its values", mine, theirs))
 	case mine.outranks(theirs):
 		n.readmit(x, false, decide(mine, theirs, true))
 	case mine.confirmed:

@@ -72,7 +72,7 @@ func TestOverlapSettledByClaims(t *testing.T) {
 		aConfirmed, bConfirmed  bool
 		bAboveA                 bool // b's claim version above a's
 		want1500, want1550      string
-		aDropsCopies, undecided bool
+		aDropsCopies            bool
 		detail                  string
 	}{
 		{name: "confirmed take-over, unconfirmed node", aConfirmed: true, bAboveA: true,
@@ -83,7 +83,10 @@ func TestOverlapSettledByClaims(t *testing.T) {
 			want1500: string(val(1500)), want1550: "only-a", detail: "keep existing: true"},
 		{name: "unconfirmed take-over", bConfirmed: true,
 			want1500: string(val(1500)), aDropsCopies: true, detail: "stale copies dropped"},
-		{name: "neither confirmed", bAboveA: true, undecided: true},
+		{name: "neither confirmed, take-over newer",
+			want1500: string(val(1500)), want1550: "only-a", detail: "keep existing: true"},
+		{name: "neither confirmed, node newer", bAboveA: true,
+			want1500: string(val(1500)), want1550: "only-a", detail: "keep existing: true"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			nw, _, snap := bDeclaredDead(t)
@@ -104,15 +107,8 @@ func TestOverlapSettledByClaims(t *testing.T) {
 			if c.bAboveA {
 				version = a.claim + 1
 			}
-			succ := a.levels[0].succ
 			a.settleOverlap(b.Self(), &pb.Pong{Claim: version, Unconfirmed: !c.bConfirmed})
 			conflicts := nw.envs["a"].eventsOf(overlay.EventConflict)
-			if c.undecided {
-				if a.levels[0].succ.ID != succ.ID || len(conflicts) != 0 {
-					t.Fatalf("neither claim confirmed, yet a linked %s (was %s), events %v", a.levels[0].succ.ID, succ.ID, conflicts)
-				}
-				return
-			}
 			if len(conflicts) == 0 || !strings.Contains(conflicts[len(conflicts)-1].Detail, c.detail) {
 				t.Fatalf("conflict events %+v, want one saying %q", conflicts, c.detail)
 			}
