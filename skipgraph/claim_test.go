@@ -68,12 +68,12 @@ func TestClaimsFollowCausality(t *testing.T) {
 // stand.
 func TestOverlapSettledByClaims(t *testing.T) {
 	for _, c := range []struct {
-		name                    string
-		aConfirmed, bConfirmed  bool
-		bAboveA                 bool // b's claim version above a's
-		want1500, want1550      string
-		aDropsCopies            bool
-		detail                  string
+		name                   string
+		aConfirmed, bConfirmed bool
+		bAboveA                bool // b's claim version above a's
+		want1500, want1550     string
+		aDropsCopies           bool
+		detail                 string
 	}{
 		{name: "confirmed take-over, unconfirmed node", aConfirmed: true, bAboveA: true,
 			want1500: "new1500", want1550: "only-a", detail: "keep existing: false"},
