@@ -90,6 +90,11 @@ type maintainState struct {
 	// new incarnation, and the next live successor was asked for its predecessor (see
 	// strangerSeen).
 	stranger strangerCheck
+	// beyondPreds are the predecessors named by successors past the level-0 successor in
+	// answer to probes sent while the successor was in doubt (probeBeyond, strangerSeen): a
+	// take-over stops at such a node if it lies before the next successor (joinedBefore).
+	// Cleared whenever the successor answers.
+	beyondPreds map[overlay.NodeID]overlay.Peer
 	// succItems is what the level-0 successor last said it stores (succItemsOf names it): the
 	// items lost with it if it fails, and what its leave would move (SuccessorItems).
 	succItems   int
@@ -112,6 +117,7 @@ func (m *maintainState) init() {
 	m.pings = map[uint64]pingInfo{}
 	m.misses = map[overlay.NodeID]int{}
 	m.formerCalls = map[overlay.NodeID]int{}
+	m.beyondPreds = map[overlay.NodeID]overlay.Peer{}
 }
 
 func (m *maintainState) heardFrom(id overlay.NodeID) {
@@ -267,9 +273,14 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 		n.maintain.succItems, n.maintain.succItemsOf = int(p.Items), from.ID
 	}
 	n.checkConfirmed(from, p)
+	if from.ID == n.levels[0].succ.ID {
+		clear(n.maintain.beyondPreds)
+	} else if info.beyond {
+		n.maintain.beyondPreds[from.ID] = overlay.PeerFromPB(p.Pred)
+	}
 	if c := n.maintain.stranger; c.seq != 0 && c.seq == p.Seq {
 		n.maintain.stranger = strangerCheck{}
-		n.strangerChecked(c, from, overlay.PeerFromPB(p.Pred))
+		n.strangerChecked(c)
 		return
 	}
 	if p.Seq == n.maintain.intruderSeq && from.ID == n.maintain.intruder {
@@ -365,7 +376,7 @@ func (n *Node) onPingTimeout(seq uint64) {
 	if c := n.maintain.stranger; c.seq != 0 && c.seq == seq {
 		// The next successor did not answer either: take the range over as before the check.
 		n.maintain.stranger = strangerCheck{}
-		n.strangerChecked(c, overlay.Peer{}, overlay.Peer{})
+		n.strangerChecked(c)
 		return
 	}
 	if lk := n.levels[0]; (lk.succ.ID == info.peer && lk.succ.Incarnation != info.incarnation) ||
@@ -476,34 +487,43 @@ func (n *Node) linksFailed(id overlay.NodeID, keep uint64) {
 		if len(n.succList) > 0 {
 			next = n.succList[0]
 		}
+		if b := n.joinedBefore(next, oldEnd, gone); !b.IsZero() {
+			next = b
+			n.succList = n.trimSuccList(append([]overlay.Peer{b}, n.succList...))
+		}
 		if next.IsZero() {
 			n.rememberPeers(gone)
 			n.levels = []link{{pred: n.self, succ: n.self}}
 		} else {
 			n.levels[0].succ = next
 		}
-		lost := overlay.Range{Start: oldEnd, End: n.end()}
-		if oldEnd != n.end() {
+		if oldEnd == n.end() {
+			// The link was stale: the node that holds the range starts where this one ends.
+			n.debug("successor gone; relinked to the node holding its range", func() []zap.Field {
+				return []zap.Field{zap.String("gone", string(id)), zap.String("new_succ", string(next.ID))}
+			})
+		} else {
+			lost := overlay.Range{Start: oldEnd, End: n.end()}
 			n.lost.add(lost)
 			if didAdopt {
 				n.lost.remove(adopted)
 			}
+			n.debug("successor failed", func() []zap.Field {
+				return []zap.Field{zap.String("dead", string(id)), zap.String("new_succ", string(n.levels[0].succ.ID)), zap.Stringer("taken", lost)}
+			})
+			n.Stats.RangesLost++
+			items := 0
+			if n.maintain.succItemsOf == id {
+				items = n.maintain.succItems
+			}
+			if didAdopt {
+				kept, _ := n.store.Count(adopted)
+				items = max(0, items-kept)
+			}
+			n.Stats.ItemsLost += items
+			n.env.Report(overlay.Event{Kind: overlay.EventRangeLost, Peer: id, Range: lost, Items: items,
+				Detail: "successor failed; its range was taken over without its items"})
 		}
-		n.debug("successor failed", func() []zap.Field {
-			return []zap.Field{zap.String("dead", string(id)), zap.String("new_succ", string(n.levels[0].succ.ID)), zap.Stringer("taken", lost)}
-		})
-		n.Stats.RangesLost++
-		items := 0
-		if n.maintain.succItemsOf == id {
-			items = n.maintain.succItems
-		}
-		if didAdopt {
-			kept, _ := n.store.Count(adopted)
-			items = max(0, items-kept)
-		}
-		n.Stats.ItemsLost += items
-		n.env.Report(overlay.Event{Kind: overlay.EventRangeLost, Peer: id, Range: lost, Items: items,
-			Detail: "successor failed; its range was taken over without its items"})
 		if s := n.levels[0].succ; s.ID != n.self.ID {
 			n.failureUpdate(s.ID, 0, pb.Side_SIDE_PRED, n.self, id)
 			n.ping(s, 0, true)
@@ -568,40 +588,35 @@ func (n *Node) strangerSeen(p overlay.Peer) {
 		n.linksFailed(p.ID, p.Incarnation)
 		return
 	}
-	n.maintain.stranger = strangerCheck{gone: p.ID, keep: p.Incarnation, seq: n.ping(next, 0, false)}
+	seq := n.ping(next, 0, false)
+	info := n.maintain.pings[seq]
+	info.beyond = true
+	n.maintain.pings[seq] = info
+	n.maintain.stranger = strangerCheck{gone: p.ID, keep: p.Incarnation, seq: seq}
 }
 
-// strangerChecked ends the check of strangerSeen with the next successor's answer (a zero next
-// when it did not answer). If its predecessor lies between where this range ends and it, that
-// node is alive and holds what the successor held: this node links to it and takes over only
-// the keys before it, if any (none when the link was stale). Otherwise the range up to the next
-// successor is taken over, as for a successor found dead.
-func (n *Node) strangerChecked(c strangerCheck, next, theirPred overlay.Peer) {
-	succ := n.levels[0].succ
-	if succ.ID != c.gone || succ.Incarnation == c.keep || !n.Owns() {
-		return // settled meanwhile
+// strangerChecked ends the check of strangerSeen, answered or not: the range is taken over
+// up to the next successor or to the node it named as its predecessor (joinedBefore).
+func (n *Node) strangerChecked(c strangerCheck) {
+	if succ := n.levels[0].succ; succ.ID == c.gone && succ.Incarnation != c.keep {
+		n.linksFailed(c.gone, c.keep)
 	}
-	end := n.end()
-	if !next.IsZero() && !theirPred.IsZero() && theirPred.ID != n.self.ID && theirPred.ID != c.gone &&
-		(theirPred.Start == end || overlay.StrictlyBetween(end, theirPred.Start, next.Start)) {
-		list := []overlay.Peer{theirPred, next}
-		for _, q := range n.succList {
-			if q.ID != theirPred.ID && q.ID != next.ID {
-				list = append(list, q)
-			}
-		}
-		n.succList = n.trimSuccList(list)
-		if theirPred.Start == end {
-			// The link was stale: the range stays as it is, only the successor changes. The
-			// pong of this ping tells theirPred, if need be, that this node precedes it.
-			n.levels[0].succ = theirPred
-			n.debug("successor came back as a stranger; relinked to the node holding its range", func() []zap.Field {
-				return []zap.Field{zap.String("stranger", string(c.gone)), zap.String("new_succ", string(theirPred.ID))}
-			})
-			n.ping(theirPred, 0, true)
-		}
+}
+
+// joinedBefore returns the node that next, answering a probe, named as its predecessor when
+// that node lies from end (where this range ends) to next: alive a moment ago and unknown to
+// this node, it holds part of what a take-over up to next would claim — it joined below next
+// unheard, or took the gone successor's range when this node's link to it was stale. The
+// take-over then stops at it (nothing is taken when it starts at end). A zero Peer otherwise.
+func (n *Node) joinedBefore(next overlay.Peer, end overlay.Key, gone func(overlay.Peer) bool) overlay.Peer {
+	b, ok := n.maintain.beyondPreds[next.ID]
+	if !ok || next.IsZero() || b.IsZero() || b.ID == n.self.ID || b.ID == next.ID || gone(b) {
+		return overlay.Peer{}
 	}
-	n.linksFailed(c.gone, c.keep)
+	if b.Start != end && !overlay.StrictlyBetween(end, b.Start, next.Start) {
+		return overlay.Peer{}
+	}
+	return b
 }
 
 // nearestClockwise returns, among every node this one links to except the gone ones, the first one

@@ -289,3 +289,26 @@ func TestStrangerSuccessorCheckedBeforeTakeOver(t *testing.T) {
 	nw.checkRing()
 	nw.checkLevels()
 }
+
+// TestTakeOverStopsAtUnknownNode checks a take-over after a crash when the successor list is
+// stale: a does not know c, which lies between its dead successor b and d, the next node it
+// lists. While b is in doubt a probes d, which names c as its predecessor; a then takes over
+// b's range only, up to c, instead of claiming c's range as well until the intruder check.
+func TestTakeOverStopsAtUnknownNode(t *testing.T) {
+	nw := fourNodes(t)
+	a, c, d := nw.nodes["a"], nw.nodes["c"], nw.nodes["d"]
+	a.succList = []overlay.Peer{a.levels[0].succ, d.Self()}
+	nw.crash("b")
+	nw.advanceWith(time.Minute, nw.checkNoOverlap)
+	if _, s := a.Neighbors(0); s.ID != c.ID() {
+		t.Fatalf("a's successor is %s, want c", s.ID)
+	}
+	want := overlay.Range{Start: "", End: k(2000)}
+	if a.Range() != want || c.Range() != (overlay.Range{Start: k(2000), End: k(3000)}) {
+		t.Fatalf("a owns %s (want %s), c owns %s", a.Range(), want, c.Range())
+	}
+	if a.Stats.RangesLost != 1 {
+		t.Fatalf("a counted %d ranges lost, want b's", a.Stats.RangesLost)
+	}
+	nw.checkRing()
+}
