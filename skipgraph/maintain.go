@@ -596,8 +596,13 @@ func (n *Node) strangerSeen(p overlay.Peer) {
 }
 
 // strangerChecked ends the check of strangerSeen, answered or not: the range is taken over
-// up to the next successor or to the node it named as its predecessor (joinedBefore).
+// up to the next successor or to the node it named as its predecessor (joinedBefore). Not while
+// this node hands the stranger a piece: it is joining again next to this node, and takes its
+// former range with the piece (joined); if the handoff fails, its next message starts a check.
 func (n *Node) strangerChecked(c strangerCheck) {
+	if x := n.out; x != nil && x.to.ID == c.gone {
+		return
+	}
 	if succ := n.levels[0].succ; succ.ID == c.gone && succ.Incarnation != c.keep {
 		n.linksFailed(c.gone, c.keep)
 	}

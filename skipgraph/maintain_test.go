@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skiprange/skiprange/node/store"
 	"github.com/skiprange/skiprange/overlay"
 	"github.com/skiprange/skiprange/overlay/pb"
 )
@@ -311,4 +312,39 @@ func TestTakeOverStopsAtUnknownNode(t *testing.T) {
 		t.Fatalf("a counted %d ranges lost, want b's", a.Stats.RangesLost)
 	}
 	nw.checkRing()
+}
+
+// TestRejoinBeforeCrashNoticed checks a node that crashed and joins again, without its state,
+// before its predecessor noticed: the predecessor hands it a piece with the former incarnation
+// as the successor. The new incarnation links to the node after that one, takes the former
+// range with its own (counted lost: its items went with the crash) and does not take itself
+// for its successor, which would make it claim the whole circle.
+func TestRejoinBeforeCrashNoticed(t *testing.T) {
+	nw := fourNodes(t)
+	nw.crash("b")
+	env := newFakeEnv("b", nw.clock, 999)
+	env.queue = func(s sentMsg) { nw.queue = append(nw.queue, s) }
+	b, err := New(env, store.NewMemory(), "b", nw.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nw.nodes["b"], nw.envs["b"] = b, env
+	delete(nw.down, "b")
+	if err := b.Join("a", k(500)); err != nil {
+		t.Fatal(err)
+	}
+	nw.runChecked(nw.checkNoOverlap)
+	if _, s := b.Neighbors(0); s.ID != "c" {
+		t.Fatalf("the new incarnation's successor is %s, want c", s.ID)
+	}
+	if want := (overlay.Range{Start: k(500), End: k(2000)}); b.Range() != want {
+		t.Fatalf("the new incarnation owns %s, want %s", b.Range(), want)
+	}
+	nw.advanceWith(time.Minute, nw.checkNoOverlap)
+	nw.checkRing()
+	lost := env.eventsOf(overlay.EventRangeLost)
+	lost = append(lost, nw.envs["a"].eventsOf(overlay.EventRangeLost)...)
+	if len(lost) != 1 || lost[0].Range != (overlay.Range{Start: k(1000), End: k(2000)}) {
+		t.Fatalf("lost ranges reported %+v, want [1000, 2000) once", lost)
+	}
 }

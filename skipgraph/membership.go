@@ -276,20 +276,50 @@ func (n *Node) joined(x *inXfer) {
 		if pred.ID == x.from.ID {
 			pred = giver
 		}
+		if pred.ID == n.self.ID {
+			// This node's former incarnation (it crashed and joined again before the giver
+			// noticed): the predecessor is unknown; the node before will link on its own.
+			pred = overlay.Peer{}
+		}
 		n.levels = []link{{pred: pred, succ: giver}}
 		n.succList = n.trimSuccList(x.succList)
-		if pred.ID != giver.ID {
+		if !pred.IsZero() && pred.ID != giver.ID {
 			n.updateNeighbor(pred.ID, 0, pb.Side_SIDE_SUCC, n.self, x.from.ID, cause)
 		}
 	} else {
-		succ := x.succ
+		succ, succList := x.succ, x.succList
+		var formerSelf overlay.Peer
+		if succ.ID == n.self.ID {
+			// The giver's successor was this node's former incarnation: it crashed and this node
+			// joined again before the giver noticed. Its range is this node's too now (the giver
+			// hands over everything up to its successor), its items lost with the crash; the node
+			// after it is the successor.
+			formerSelf = succ
+			succ, succList = x.from, nil
+			for i, p := range x.succList {
+				if p.ID != n.self.ID {
+					succ, succList = p, x.succList[i:]
+					break
+				}
+			}
+		}
 		if succ.ID == x.from.ID {
 			succ = x.from
 		}
 		n.levels = []link{{pred: x.from, succ: succ}}
-		n.succList = n.trimSuccList(x.succList)
+		n.succList = n.trimSuccList(succList)
 		if succ.ID != x.from.ID {
-			n.updateNeighbor(succ.ID, 0, pb.Side_SIDE_PRED, n.self, x.from.ID, cause)
+			expect := x.from.ID // the giver, whose successor it was
+			if !formerSelf.IsZero() {
+				expect = n.self.ID
+			}
+			n.updateNeighbor(succ.ID, 0, pb.Side_SIDE_PRED, n.self, expect, cause)
+		}
+		if lost := (overlay.Range{Start: x.piece.End, End: n.end()}); !formerSelf.IsZero() && lost.Start != lost.End {
+			n.lost.add(lost)
+			n.Stats.RangesLost++
+			n.env.Report(overlay.Event{Kind: overlay.EventRangeLost, Peer: n.self.ID, Range: lost,
+				Detail: "this node's former incarnation crashed; its range came back without its items"})
 		}
 	}
 	n.env.Report(overlay.Event{Kind: overlay.EventJoined, Range: n.Range()})
