@@ -348,3 +348,19 @@ func TestRejoinBeforeCrashNoticed(t *testing.T) {
 		t.Fatalf("lost ranges reported %+v, want [1000, 2000) once", lost)
 	}
 }
+
+// TestStrangerFurtherOnIsNotAStartMove checks that a successor's new incarnation is taken for a
+// stranger even when it starts further clockwise (b crashed and joined again above d): read as
+// the successor's start moving up, which a ignores until told, a went on linking to it and
+// answered for nothing beyond b's old start, while b's old range was left to nobody.
+func TestStrangerFurtherOnIsNotAStartMove(t *testing.T) {
+	nw := fourNodes(t)
+	a := nw.nodes["a"]
+	again := a.levels[0].succ
+	again.Incarnation, again.Version, again.Start = again.Incarnation+2, again.Version+1, k(3500)
+	a.succList = []overlay.Peer{nw.nodes["c"].Self()} // as after a leave handed over a stale list
+	a.learn(again)
+	if c := a.maintain.stranger; c.gone != again.ID || c.keep != again.Incarnation {
+		t.Fatalf("a took b's new incarnation for a start move (check under way: %+v)", c)
+	}
+}

@@ -440,8 +440,8 @@ func (n *Node) learn(p overlay.Peer) {
 func (n *Node) succStartMovedUp(p overlay.Peer) bool {
 	s := n.levels[0].succ
 	// Membership vectors first: comparing them is cheaper than comparing identities.
-	if s.MVec != p.MVec || s.ID != p.ID || s.Start == p.Start || s.ID == n.self.ID {
-		return false
+	if s.MVec != p.MVec || s.ID != p.ID || s.Incarnation != p.Incarnation || s.Start == p.Start || s.ID == n.self.ID {
+		return false // another node, or another incarnation of it (a stranger: see learn)
 	}
 	if n.in != nil && n.in.from.ID == p.ID {
 		return false
