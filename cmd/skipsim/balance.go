@@ -1,15 +1,20 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -33,6 +38,10 @@ with weights r^-θ), dynamic (a 12% pulse that moves 150 s after the warm-up), h
 hot ranges covering --percent % of the keys), uniform, words (keys are the words of --words,
 queries the ranges of their --prefix-byte prefixes; --keys then limits the words read, most
 frequent first).
+
+Ctrl-C (or SIGTERM) ends a long run at the next simulated second: the run is checked and its
+result printed (and written) as at a normal end, marked interrupted, and the exit status is 1.
+A second Ctrl-C quits at once.
 
 With --out DIR it writes DIR/result.json (as --json), DIR/series.csv (the metrics every --sample),
 DIR/loads.svg (node loads over the key space when balancing starts and at the end) and
@@ -122,9 +131,11 @@ func runBalance(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	stopSignals := interruptible(&p, stderr)
 	bar := newProgress(stderr, f.quiet)
 	res, err := sim.RunBalance(p, bar.update)
 	bar.finish()
+	stopSignals()
 	if perr := stopProfile(); err == nil && perr != nil {
 		err = fmt.Errorf("profile: %w", perr)
 	}
@@ -147,7 +158,35 @@ func runBalance(args []string, stdout, stderr io.Writer) error {
 	if res.Check != "ok" {
 		return errFailed
 	}
+	if res.InterruptedAt > 0 {
+		return errInterrupted
+	}
 	return nil
+}
+
+// errInterrupted ends a run that Ctrl-C cut short after its result was printed.
+var errInterrupted = errors.New("interrupted: the result above is of the run up to then")
+
+// interruptible lets the first Ctrl-C (or SIGTERM) end the run at the next simulated second,
+// with its result, checks and plots as at a normal end; a second one quits at once. It returns
+// the function that stops listening.
+func interruptible(p *sim.BalanceParams, stderr io.Writer) (stop func()) {
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		cancel() // from now on a signal does what it does by default: the process ends
+	}()
+	var once sync.Once
+	p.Interrupted = func() bool {
+		if ctx.Err() == nil {
+			return false
+		}
+		once.Do(func() {
+			fmt.Fprintln(stderr, "\nskipsim balance: interrupted; ending the run at this second and checking it (Ctrl-C again to quit at once)")
+		})
+		return true
+	}
+	return cancel
 }
 
 // params checks the flags and turns them into the run's parameters.
@@ -367,8 +406,13 @@ func printBalance(w io.Writer, doc balanceDoc, p sim.BalanceParams) {
 	fmt.Fprintf(w, "skipsim balance: %s on %s, %d nodes, %.4g queries/s, seed %d\n\n", r.Algorithm, doc.Workload, p.Nodes, p.Rate, p.Seed)
 	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(t, "workload\t%s\n", r.Feasibility)
+	if r.InterruptedAt > 0 {
+		fmt.Fprintf(t, "interrupted\tat %.0f s of %.0f (Ctrl-C): what follows is of the run up to then\n", r.InterruptedAt, p.Duration.Seconds())
+	}
 	if r.Completed {
 		fmt.Fprintf(t, "completion\t%.0f s after the warm-up\n", r.CompletionTime)
+	} else if r.InterruptedAt > 0 {
+		fmt.Fprintf(t, "completion\tnot reached before the interruption: %d nodes still overloaded\n", r.OverloadedEnd)
 	} else {
 		fmt.Fprintf(t, "completion\tnot reached: %d nodes still overloaded after %.0f s of balancing\n", r.OverloadedEnd, (p.Duration - p.Warmup).Seconds())
 	}

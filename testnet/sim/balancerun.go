@@ -39,6 +39,10 @@ type BalanceParams struct {
 	CrashFraction float64
 	CrashAfter    time.Duration
 	Net           Config
+	// Interrupted, when not nil, is asked after every simulated second: true ends the run
+	// there, as if Duration ran out (a user's Ctrl-C), and the result says so. The run up to
+	// that second is the same as uninterrupted.
+	Interrupted func() bool
 }
 
 // Sample is one point of the metric series of a balancing run.
@@ -66,6 +70,9 @@ type BalanceResult struct {
 	// Completed: every node got under its thres; CompletionTime counts from the warm-up's end.
 	Completed      bool    `json:"completed"`
 	CompletionTime float64 `json:"completion_s"`
+	// InterruptedAt is the virtual time (from the first query) at which Interrupted ended the
+	// run; 0 when it ran to its end.
+	InterruptedAt float64 `json:"interrupted_at_s,omitempty"`
 	// Messages: balancing traffic; QueryMessages: query routing, reported apart.
 	Messages      uint64 `json:"messages"`
 	QueryMessages uint64 `json:"query_messages"`
@@ -280,6 +287,10 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 		nw.RunUntil(t0 + t + time.Second)
 		now := t + time.Second
 		progress("run", int(now/time.Second), int(p.Duration/time.Second))
+		if p.Interrupted != nil && p.Interrupted() {
+			res.InterruptedAt = now.Seconds()
+			end = t0 + now // this is the last second
+		}
 		for len(snaps) > 0 && snaps[0] <= now {
 			snapshot(now.Seconds())
 			snaps = snaps[1:]

@@ -80,3 +80,41 @@ func TestInvalidBalanceMessageCounted(t *testing.T) {
 		t.Fatal("an invalid message locked the node")
 	}
 }
+
+// TestBalanceInterrupted checks that a run asked to stop (a user's Ctrl-C) ends at the next
+// simulated second with its checks done, and that up to there it is the run it would have been:
+// the metric series is a prefix of the uninterrupted one's.
+func TestBalanceInterrupted(t *testing.T) {
+	w, err := workload.NewPulse(5000, 100, 0.10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := RunBalance(smallBalance(nixmig.NIXMIG, w, 3), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := smallBalance(nixmig.NIXMIG, w, 3)
+	seconds := 0
+	p.Interrupted = func() bool { seconds++; return seconds >= 130 }
+	cut, err := RunBalance(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cut.InterruptedAt != 130 || whole.InterruptedAt != 0 {
+		t.Fatalf("interrupted at %v (uninterrupted run: %v), want 130", cut.InterruptedAt, whole.InterruptedAt)
+	}
+	if cut.Check != "ok" {
+		t.Fatalf("checks after the interruption: %s", cut.Check)
+	}
+	if n := len(cut.Series); n == 0 || cut.Series[n-1].T != 130 || len(whole.Series) <= n {
+		t.Fatalf("interrupted series %+v, %d samples whole: want it to end at 130 s, before the whole run's", cut.Series, len(whole.Series))
+	}
+	if cut.Completed || !whole.Completed || whole.CompletionTime <= 30 {
+		t.Fatalf("completed %v interrupted, %v in %.0f s whole: the cut must come before completion", cut.Completed, whole.Completed, whole.CompletionTime)
+	}
+	for i, s := range cut.Series {
+		if s != whole.Series[i] {
+			t.Fatalf("sample %d differs: %+v interrupted, %+v whole", i, s, whole.Series[i])
+		}
+	}
+}
