@@ -426,13 +426,20 @@ func (n *Node) probeBeyond(id overlay.NodeID) {
 	}
 	for _, p := range n.succList {
 		if p.ID == id {
-			seq := n.ping(p, 0, false)
-			info := n.maintain.pings[seq]
-			info.beyond = true
-			n.maintain.pings[seq] = info
+			n.pingBeyond(p)
 			return
 		}
 	}
+}
+
+// pingBeyond pings p, a node past the level-0 successor, marked so that its answer's
+// predecessor is kept (beyondPreds). It returns the ping's sequence number.
+func (n *Node) pingBeyond(p overlay.Peer) uint64 {
+	seq := n.ping(p, 0, false)
+	info := n.maintain.pings[seq]
+	info.beyond = true
+	n.maintain.pings[seq] = info
+	return seq
 }
 
 // peerFailed handles a neighbour that stopped answering: its handoffs with this node abort, and
@@ -483,10 +490,7 @@ func (n *Node) linksFailed(id overlay.NodeID, keep uint64) {
 	if dead := n.levels[0].succ; gone(dead) {
 		oldEnd := n.end()
 		adopted, didAdopt := n.adoptFromDead(id)
-		next := n.nearestClockwise(gone)
-		if len(n.succList) > 0 {
-			next = n.succList[0]
-		}
+		next := n.nextLive(gone)
 		if b := n.joinedBefore(next, oldEnd, gone); !b.IsZero() {
 			next = b
 			n.succList = n.trimSuccList(append([]overlay.Peer{b}, n.succList...))
@@ -576,23 +580,12 @@ func (n *Node) strangerSeen(p overlay.Peer) {
 	if _, asking := n.maintain.pings[c.seq]; asking && c.gone == p.ID && c.keep == p.Incarnation {
 		return
 	}
-	gone := func(q overlay.Peer) bool { return q.ID == p.ID && q.Incarnation != p.Incarnation }
-	next := n.nearestClockwise(gone)
-	for _, q := range n.succList {
-		if !gone(q) {
-			next = q
-			break
-		}
-	}
+	next := n.nextLive(func(q overlay.Peer) bool { return q.ID == p.ID && q.Incarnation != p.Incarnation })
 	if next.IsZero() || next.ID == n.self.ID {
 		n.linksFailed(p.ID, p.Incarnation)
 		return
 	}
-	seq := n.ping(next, 0, false)
-	info := n.maintain.pings[seq]
-	info.beyond = true
-	n.maintain.pings[seq] = info
-	n.maintain.stranger = strangerCheck{gone: p.ID, keep: p.Incarnation, seq: seq}
+	n.maintain.stranger = strangerCheck{gone: p.ID, keep: p.Incarnation, seq: n.pingBeyond(next)}
 }
 
 // strangerChecked ends the check of strangerSeen, answered or not: the range is taken over
@@ -622,6 +615,17 @@ func (n *Node) joinedBefore(next overlay.Peer, end overlay.Key, gone func(overla
 		return overlay.Peer{}
 	}
 	return b
+}
+
+// nextLive is the node a take-over of the gone level-0 successor's range goes up to: the first
+// successor listed that is not gone, else the nearest node known clockwise.
+func (n *Node) nextLive(gone func(overlay.Peer) bool) overlay.Peer {
+	for _, q := range n.succList {
+		if !gone(q) {
+			return q
+		}
+	}
+	return n.nearestClockwise(gone)
 }
 
 // nearestClockwise returns, among every node this one links to except the gone ones, the first one
