@@ -104,7 +104,9 @@ func PeerFromPB(r *pb.NodeRef) Peer {
 	if r == nil {
 		return Peer{}
 	}
-	return Peer{ID: NodeID(r.Id), Start: Key(r.Start), Version: r.Version, MVec: MVec(r.Mvec), Incarnation: r.Incarnation, Addrs: r.Addrs, wire: r}
+	start := Key(r.Start)
+	return Peer{ID: NodeID(r.Id), Start: start, Version: r.Version, MVec: MVec(r.Mvec), Incarnation: r.Incarnation, Addrs: r.Addrs, wire: r,
+		startPrefix: KeyUint64(start)}
 }
 
 // ToPB converts p to its wire descriptor; the zero Peer gives nil. The result is shared and must

@@ -72,7 +72,11 @@ func ClockwiseFrom(origin Key) Clockwise {
 
 // Of returns k's position.
 func (c Clockwise) Of(k Key) Position {
-	p := Position{prefix: KeyUint64(k), key: k}
+	return c.position(KeyUint64(k), k)
+}
+
+func (c Clockwise) position(prefix uint64, k Key) Position {
+	p := Position{prefix: prefix, key: k}
 	switch compareKeys(p, c.origin) {
 	case 1:
 		p.turn = 0
@@ -82,6 +86,11 @@ func (c Clockwise) Of(k Key) Position {
 		p.turn = 2
 	}
 	return p
+}
+
+// OfPeer returns the position of p's start, read from its cached prefix.
+func (c Clockwise) OfPeer(p *Peer) Position {
+	return c.position(p.StartPrefix(), p.Start)
 }
 
 // Before reports whether p comes strictly before q.

@@ -39,6 +39,9 @@ func SameRing(a, b MVec, level int) bool {
 // start (raised at every handoff that moves it, so fresher news wins), its membership vector, its
 // incarnation (drawn anew when a node starts without its old state, so that its neighbours can
 // tell it from the node they linked to) and, under libp2p, its listen addresses.
+//
+// Start is set by PeerFromPB or WithStart only, never assigned: both keep the cached prefix and
+// wire form that go with it.
 type Peer struct {
 	ID          NodeID
 	Start       Key
@@ -50,12 +53,23 @@ type Peer struct {
 	// wire is the descriptor this Peer was read from (or last encoded to): sent messages are
 	// never modified, so it can be sent again as is instead of being rebuilt.
 	wire *pb.NodeRef
+	// startPrefix is KeyUint64(Start), or 0 when not computed: routing compares the starts of
+	// every link on every hop, and reading each start's bytes was a cache miss each.
+	startPrefix uint64
 }
 
 // WithStart returns p with a new start and version.
 func (p Peer) WithStart(start Key, version uint64) Peer {
-	p.Start, p.Version, p.wire = start, version, nil
+	p.Start, p.Version, p.wire, p.startPrefix = start, version, nil, KeyUint64(start)
 	return p
+}
+
+// StartPrefix returns KeyUint64(p.Start), from the cache when there is one.
+func (p *Peer) StartPrefix() uint64 {
+	if p.startPrefix != 0 {
+		return p.startPrefix
+	}
+	return KeyUint64(p.Start)
 }
 
 // WithAddrs returns p with new listen addresses.

@@ -58,10 +58,11 @@ func (n *Node) Scan(start, end overlay.Key, limitKeys int, limitBytes int) uint6
 		limitKeys = n.cfg.MaxItemsPerMessage
 	}
 	req.issue = func() {
-		n.onRangeQuery(&pb.RangeQuery{
+		q := &pb.RangeQuery{
 			ReqId: id, Origin: n.selfRef, Route: &pb.Route{Key: []byte(start)},
 			Start: []byte(start), End: []byte(end), LimitKeys: uint32(limitKeys), LimitBytes: uint64(limitBytes),
-		})
+		}
+		n.onRangeQuery(&pb.Envelope{Body: &pb.Envelope_RangeQuery{RangeQuery: q}}, q)
 	}
 	n.startRequest(req)
 	return id
@@ -146,7 +147,8 @@ func (n *Node) lookup(op pb.Op, key overlay.Key, value []byte) uint64 {
 		return id
 	}
 	req.issue = func() {
-		n.onLookup(&pb.Lookup{ReqId: id, Origin: n.selfRef, Route: &pb.Route{Key: []byte(key)}, Op: op, Value: value})
+		m := &pb.Lookup{ReqId: id, Origin: n.selfRef, Route: &pb.Route{Key: []byte(key)}, Op: op, Value: value}
+		n.onLookup(&pb.Envelope{Body: &pb.Envelope_Lookup{Lookup: m}}, m)
 	}
 	n.startRequest(req)
 	return id
@@ -239,13 +241,14 @@ func (n *Node) replyTo(origin *pb.NodeRef, m *pb.Envelope) {
 	n.forward(overlay.NodeID(origin.Id), m)
 }
 
-func (n *Node) onLookup(m *pb.Lookup) {
+// onLookup handles lookup m, carried by e: a routed message goes on in the envelope it came in.
+func (n *Node) onLookup(e *pb.Envelope, m *pb.Lookup) {
 	drop := func(st pb.Status) {
 		n.replyTo(m.Origin, &pb.Envelope{Body: &pb.Envelope_LookupReply{LookupReply: &pb.LookupReply{
 			ReqId: m.ReqId, Status: st, Hops: m.Route.Hops, Error: "no route to the owner",
 		}}})
 	}
-	if !n.route(&pb.Envelope{Body: &pb.Envelope_Lookup{Lookup: m}}, m.Route, drop) {
+	if !n.route(e, m.Route, drop) {
 		return
 	}
 	key := overlay.Key(m.Route.Key)
@@ -290,14 +293,16 @@ func (n *Node) onLookupReply(r *pb.LookupReply) {
 	})
 }
 
-func (n *Node) onRangeQuery(q *pb.RangeQuery) {
+// onRangeQuery handles range query q, carried by e: a routed or walking query goes on in the
+// envelope it came in.
+func (n *Node) onRangeQuery(e *pb.Envelope, q *pb.RangeQuery) {
 	drop := func(st pb.Status) {
 		n.replyTo(q.Origin, &pb.Envelope{Body: &pb.Envelope_RangeReply{RangeReply: &pb.RangeReply{
 			ReqId: q.ReqId, Status: st, Hops: q.Route.Hops, Items: q.Items, ServedBy: q.ServedBy,
 			Continuation: q.Route.Key, More: true,
 		}}})
 	}
-	if !n.route(&pb.Envelope{Body: &pb.Envelope_RangeQuery{RangeQuery: q}}, q.Route, drop) {
+	if !n.route(e, q.Route, drop) {
 		return
 	}
 	cursor, qEnd, mine := overlay.Key(q.Route.Key), overlay.Key(q.End), n.Range()
@@ -340,7 +345,7 @@ func (n *Node) onRangeQuery(q *pb.RangeQuery) {
 	q.Route.Key = []byte(mine.End)
 	q.Route.PrevStart, q.Route.HasPrev, q.Route.WalkCcw = []byte(n.self.Start), true, false
 	q.Route.Hops++
-	n.forward(n.levels[0].succ.ID, &pb.Envelope{Body: &pb.Envelope_RangeQuery{RangeQuery: q}})
+	n.forward(n.levels[0].succ.ID, e)
 }
 
 func (n *Node) onRangeReply(r *pb.RangeReply) {

@@ -230,8 +230,7 @@ func TestOnlyFailureUpdatesMakeUrgent(t *testing.T) {
 func TestRefusedPredUpdatePointsToCloserPred(t *testing.T) {
 	nw := fourNodes(t)
 	a, b, c := nw.nodes["a"], nw.nodes["b"], nw.nodes["c"]
-	stale := c.Self()
-	stale.Start = b.Self().Start // what the leaver knew of c before b joined below it
+	stale := c.Self().WithStart(b.Self().Start, c.Self().Version) // what the leaver knew of c before b joined below it
 	a.levels[0].succ = stale
 	a.succList = []overlay.Peer{stale}
 	rangeBefore := a.Range()
@@ -261,8 +260,7 @@ func TestRefusedPredUpdatePointsToCloserPred(t *testing.T) {
 func TestStrangerSuccessorCheckedBeforeTakeOver(t *testing.T) {
 	nw := fourNodes(t)
 	a, b, c, d := nw.nodes["a"], nw.nodes["b"], nw.nodes["c"], nw.nodes["d"]
-	stale := c.Self()
-	stale.Start = b.Self().Start
+	stale := c.Self().WithStart(b.Self().Start, c.Self().Version)
 	a.levels[0].succ = stale
 	a.succList = []overlay.Peer{stale, d.Self()}
 	rangeBefore := a.Range()
@@ -357,7 +355,8 @@ func TestStrangerFurtherOnIsNotAStartMove(t *testing.T) {
 	nw := fourNodes(t)
 	a := nw.nodes["a"]
 	again := a.levels[0].succ
-	again.Incarnation, again.Version, again.Start = again.Incarnation+2, again.Version+1, k(3500)
+	again = again.WithStart(k(3500), again.Version+1)
+	again.Incarnation = again.Incarnation + 2
 	a.succList = []overlay.Peer{nw.nodes["c"].Self()} // as after a leave handed over a stale list
 	a.learn(again)
 	if c := a.maintain.stranger; c.gone != again.ID || c.keep != again.Incarnation {

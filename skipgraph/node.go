@@ -314,11 +314,11 @@ func (n *Node) Handle(from overlay.NodeID, m *pb.Envelope) {
 	defer n.stampClaim()
 	switch b := m.Body.(type) {
 	case *pb.Envelope_Lookup:
-		n.onLookup(b.Lookup)
+		n.onLookup(m, b.Lookup)
 	case *pb.Envelope_LookupReply:
 		n.onLookupReply(b.LookupReply)
 	case *pb.Envelope_RangeQuery:
-		n.onRangeQuery(b.RangeQuery)
+		n.onRangeQuery(m, b.RangeQuery)
 	case *pb.Envelope_RangeReply:
 		n.onRangeReply(b.RangeReply)
 	case *pb.Envelope_BatchPut:

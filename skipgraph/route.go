@@ -92,7 +92,7 @@ func (n *Node) closestPreceding(k overlay.Key) overlay.Peer {
 		if p.IsZero() || (p.MVec == n.self.MVec && p.ID == n.self.ID) {
 			return
 		}
-		at := cw.Of(p.Start)
+		at := cw.OfPeer(p)
 		if target.Before(at) {
 			return // not in (self.Start, k]
 		}
@@ -153,9 +153,9 @@ func (n *Node) releaseHeld() {
 func (n *Node) dispatchRouted(m *pb.Envelope) {
 	switch b := m.Body.(type) {
 	case *pb.Envelope_Lookup:
-		n.onLookup(b.Lookup)
+		n.onLookup(m, b.Lookup)
 	case *pb.Envelope_RangeQuery:
-		n.onRangeQuery(b.RangeQuery)
+		n.onRangeQuery(m, b.RangeQuery)
 	case *pb.Envelope_BatchPut:
 		n.onBatchPut(b.BatchPut)
 	case *pb.Envelope_JoinRequest:
