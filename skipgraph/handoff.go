@@ -208,8 +208,8 @@ func (n *Node) onHandoffAck(from overlay.Peer, a *pb.HandoffAck) {
 	})
 	n.Stats.HandoffsOut++
 	n.Stats.ItemsOut[x.cause] += x.items
-	if x.cause == pb.Cause_CAUSE_BALANCE && (x.kind == pb.HandoffKind_HANDOFF_JOIN || x.kind == pb.HandoffKind_HANDOFF_JOIN_BELOW) {
-		n.Stats.ItemsToMigrants += x.items
+	if x.cause == pb.Cause_CAUSE_BALANCE {
+		n.Stats.BalanceItemsOut[x.kind] += x.items
 	}
 	n.lost.remove(x.piece) // what was lost there is the receiver's to report now
 	if n.obs != nil {

@@ -124,9 +124,10 @@ type Stats struct {
 	HandoffsOut  int            // handoffs this node gave, flipped
 	HandoffsIn   int            // handoffs this node received, committed
 	ItemsOut     [NumCauses]int // items given in flipped handoffs, by the cause they served
-	// ItemsToMigrants counts the items given to balancing joins next to this node: the piece a
-	// migrant takes from its target, whose side SmartRNP chooses (part of ItemsOut[BALANCE]).
-	ItemsToMigrants int
+	// BalanceItemsOut splits ItemsOut[BALANCE] by pb.HandoffKind: NIX pieces, migrants' leaves,
+	// and (JOIN, JOIN_BELOW) the pieces migrants take from their targets, whose side SmartRNP
+	// chooses.
+	BalanceItemsOut [NumHandoffKinds]int
 	Aborts          int // handoffs aborted
 	Retries         int // client requests sent again after a timeout
 	// Sent counts messages sent, by cause.
@@ -135,6 +136,9 @@ type Stats struct {
 
 // NumCauses bounds pb.Cause values, for per-cause counters.
 const NumCauses = int(pb.Cause_CAUSE_BALANCE) + 1
+
+// NumHandoffKinds bounds pb.HandoffKind values, for per-kind counters.
+const NumHandoffKinds = int(pb.HandoffKind_HANDOFF_JOIN_BELOW) + 1
 
 // New creates a node with identity id. It owns nothing until Bootstrap or a Join completes.
 func New(env overlay.Env, store overlay.Store, id overlay.NodeID, cfg Config) (*Node, error) {

@@ -74,7 +74,7 @@ jobs:
 // runsTable has one row per run with everything it measured.
 func (e *expEnv) runsTable() *report.Table {
 	t := &report.Table{Header: []string{"experiment", "point", "seed", "algorithm", "workload", "nodes", "keys", "rate",
-		"completed", "completion_s", "messages", "query_messages", "items", "items_to_migrants", "lower_bound", "items_per_lower_bound",
+		"completed", "completion_s", "messages", "query_messages", "items", "items_to_migrants", "items_by_nix", "items_by_leaves", "lower_bound", "items_per_lower_bound",
 		"placement_bound", "items_per_placement_bound",
 		"nix", "mig", "mig_nix", "probes", "unl_hits", "remote_tries", "remote_accepted", "waves_started", "waves_ok",
 		"waves_failed", "overloaded_start", "overloaded_end", "gini_start", "gini_end", "max_mean_start", "max_mean_end",
@@ -83,7 +83,7 @@ func (e *expEnv) runsTable() *report.Table {
 		p := pt.params
 		for _, r := range pt.res {
 			t.AddRow(e.def.name, pt.name, r.Seed, r.Algorithm, workloadName(p), p.Nodes, p.Keys, p.Rate,
-				r.Completed, r.CompletionTime, r.Messages, r.QueryMessages, r.Items, r.MigrantItems, r.LowerBound,
+				r.Completed, r.CompletionTime, r.Messages, r.QueryMessages, r.Items, r.MigrantItems, r.NIXItems, r.LeaveItems, r.LowerBound,
 				ratio(float64(r.Items), float64(r.LowerBound)), r.PlacementBound,
 				ratio(float64(r.Items), float64(r.PlacementBound)), r.NIX, r.MIG, r.MigNix, r.Probes, r.UNLHits,
 				r.RemoteTries, r.RemoteOK, r.WavesStarted, r.WavesOK, r.WavesFailed, r.OverloadedStart,

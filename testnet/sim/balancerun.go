@@ -10,6 +10,7 @@ import (
 	"github.com/skiprange/skiprange/node"
 	"github.com/skiprange/skiprange/overlay"
 	"github.com/skiprange/skiprange/overlay/pb"
+	"github.com/skiprange/skiprange/skipgraph"
 	"github.com/skiprange/skiprange/testnet/workload"
 )
 
@@ -79,7 +80,11 @@ type BalanceResult struct {
 	Items         int    `json:"items_moved"`
 	// MigrantItems: the part of Items that migrants took from their targets when they joined
 	// next to them (the piece whose side SmartRNP chooses; the thesis's Table 4.6 counts these).
-	MigrantItems int     `json:"items_to_migrants"`
+	MigrantItems int `json:"items_to_migrants"`
+	// NIXItems and LeaveItems: the parts of Items moved by NIXes and by migrants' leaves (the
+	// rest is MigrantItems).
+	NIXItems     int     `json:"items_by_nix"`
+	LeaveItems   int     `json:"items_by_leaves"`
 	NIX          int     `json:"nix"`
 	MIG          int     `json:"mig"`
 	MigNix       float64 `json:"mig_nix_ratio"`
@@ -252,12 +257,15 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 		}
 		return total
 	}
-	itemsMoved := func() (total, toMigrants int) {
+	// itemsMoved sums the items balancing moved: in all and by handoff kind.
+	itemsMoved := func() (total int, byKind [skipgraph.NumHandoffKinds]int) {
 		for _, s := range nw.order {
 			total += s.node.Stats.ItemsOut[pb.Cause_CAUSE_BALANCE]
-			toMigrants += s.node.Stats.ItemsToMigrants
+			for k, v := range s.node.Stats.BalanceItemsOut {
+				byKind[k] += v
+			}
 		}
-		return total, toMigrants
+		return total, byKind
 	}
 	snapshot := func(t float64) {
 		var sn Snapshot
@@ -272,7 +280,8 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 	sort.Slice(snaps, func(i, j int) bool { return snaps[i] < snaps[j] })
 
 	var msgsBefore, queryBefore uint64
-	var itemsBefore, migrantItemsBefore, retriesBefore, lastItems int
+	var itemsBefore, retriesBefore, lastItems int
+	var byKindBefore [skipgraph.NumHandoffKinds]int
 	var lastMsgs uint64
 	started, crashed := false, false
 	end := t0 + p.Duration
@@ -302,7 +311,7 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 			}
 			sent := nw.SentByCause()
 			msgsBefore, queryBefore, lastMsgs = sent[pb.Cause_CAUSE_BALANCE], sent[pb.Cause_CAUSE_CLIENT], sent[pb.Cause_CAUSE_BALANCE]
-			itemsBefore, migrantItemsBefore = itemsMoved()
+			itemsBefore, byKindBefore = itemsMoved()
 			retriesBefore = retries()
 			lastItems = itemsBefore
 			loads, over := loadsNow()
@@ -342,8 +351,11 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 	sent := nw.SentByCause()
 	res.Messages = sent[pb.Cause_CAUSE_BALANCE] - msgsBefore
 	res.QueryMessages = sent[pb.Cause_CAUSE_CLIENT] - queryBefore
-	items, migrantItems := itemsMoved()
-	res.Items, res.MigrantItems = items-itemsBefore, migrantItems-migrantItemsBefore
+	items, byKind := itemsMoved()
+	res.Items = items - itemsBefore
+	moved := func(k pb.HandoffKind) int { return byKind[k] - byKindBefore[k] }
+	res.MigrantItems = moved(pb.HandoffKind_HANDOFF_JOIN) + moved(pb.HandoffKind_HANDOFF_JOIN_BELOW)
+	res.NIXItems, res.LeaveItems = moved(pb.HandoffKind_HANDOFF_NIX), moved(pb.HandoffKind_HANDOFF_LEAVE)
 	res.QueryRetries = retries() - retriesBefore
 	loads, over := loadsNow()
 	res.OverloadedEnd, res.GiniEnd, res.MaxMeanEnd = over, workload.Gini(loads), maxMean(loads)

@@ -52,6 +52,12 @@ func TestBalanceNIXMIGPulse(t *testing.T) {
 			if res.MigrantItems > res.Items || (res.MigrantItems > 0) != (migrates && res.MIG > 0) {
 				t.Fatalf("items to migrants %d of %d moved, %d migrations", res.MigrantItems, res.Items, res.MIG)
 			}
+			// The kinds add up to the whole; leaves belong to migrations, NIX pieces to NIXes.
+			if res.NIXItems+res.LeaveItems+res.MigrantItems != res.Items ||
+				(res.LeaveItems > 0 && res.MIG == 0) || (res.NIXItems > 0) != (res.NIX > 0) {
+				t.Fatalf("items by kind: %d NIX + %d leaves + %d to migrants, of %d moved (%d NIX, %d migrations)",
+					res.NIXItems, res.LeaveItems, res.MigrantItems, res.Items, res.NIX, res.MIG)
+			}
 		})
 	}
 }
