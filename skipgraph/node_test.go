@@ -1229,6 +1229,53 @@ func TestRoutingWithStaleStarts(t *testing.T) {
 	}
 }
 
+// TestOvershootTurnsBackInFewHops: the longest link of a 128-node overlay is believed to start
+// 48 nodes before it does (its node's boundary moved, as where a packed hot region shifts every
+// start), so greedy routing from the node holding that link overshoots keys there by up to 48
+// nodes. The turn back must step back over long links too: a walk along level 0 took one hop
+// per node passed (hundreds, in a 500-node balancing run, where queries then went unanswered).
+func TestOvershootTurnsBackInFewHops(t *testing.T) {
+	const nodes, spacing, shift = 128, 100, 48
+	nw := newTestNet(t, DefaultConfig())
+	nw.bootstrap("n000")
+	for i := 1; i < nodes; i++ {
+		nw.join(overlay.NodeID(fmt.Sprintf("n%03d", i)), "n000", k(i*spacing))
+	}
+	nw.advance(5 * time.Minute)
+	nw.checkRing()
+	nw.checkLevels()
+	// The longest succ link of any node: a's at level far.
+	var a *Node
+	far, reach := -1, 0
+	for _, n := range nw.live() {
+		for l := 1; l < len(n.levels); l++ {
+			d := (int(overlay.KeyUint64(n.levels[l].succ.Start)) - int(overlay.KeyUint64(n.self.Start)) + nodes*spacing) % (nodes * spacing)
+			if d > reach {
+				a, far, reach = n, l, d
+			}
+		}
+	}
+	if reach < 2*shift*spacing {
+		t.Fatalf("no link reaches %d nodes (the longest %d)", 2*shift, reach/spacing)
+	}
+	link := &a.levels[far].succ
+	truth := int(overlay.KeyUint64(link.Start))
+	*link = link.WithStart(k((truth-shift*spacing+nodes*spacing)%(nodes*spacing)), link.Version)
+	maxHops := 0
+	for key := (truth - shift*spacing + nodes*spacing) % (nodes * spacing); key != truth; key = (key + spacing/2) % (nodes * spacing) {
+		find := a.Find(k(key))
+		nw.run()
+		r := nw.envs[a.ID()].result(t, find)
+		if want := nw.owner(k(key)).ID(); r.Status != pb.Status_STATUS_OK || r.Owner != want {
+			t.Fatalf("find %d: %v at %s, want %s", key, r.Status, r.Owner, want)
+		}
+		maxHops = max(maxHops, r.Hops)
+	}
+	if maxHops > 14 { // 2·log2 128
+		t.Fatalf("a lookup behind the stale link took %d hops", maxHops)
+	}
+}
+
 // TestLostRangeTravelsWithHandoff: the part of a lost range that a join takes goes with it, so
 // that reads there keep saying "lost" at the new owner, and the giver keeps only the rest.
 func TestLostRangeTravelsWithHandoff(t *testing.T) {

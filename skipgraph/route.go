@@ -18,7 +18,8 @@ const (
 // nextHop decides where a routed message goes. It never sends in a circle for ever: a greedy hop
 // moves clockwise toward the key through the farthest known start not past it; a node that finds
 // the key behind itself (a stale start made the previous hop overshoot) or in its predecessor's
-// range turns the message into a counter-clockwise walk along level 0, which ends at the owner.
+// range turns the message into a counter-clockwise walk, each step over the known link nearest
+// the key that does not pass it (its level-0 predecessor at worst), which ends at the owner.
 // It updates r's routing fields for the hop it returns.
 func (n *Node) nextHop(r *pb.Route) (hop, overlay.NodeID) {
 	if n.in != nil && n.in.acked && n.in.piece.Contains(overlay.Key(r.Key)) && !(n.Owns() && n.Range().Contains(overlay.Key(r.Key))) {
@@ -66,10 +67,14 @@ func (n *Node) nextHop(r *pb.Route) (hop, overlay.NodeID) {
 			n.Stats.Undeliver++
 			return hopDrop, ""
 		}
+		to := pred
+		if back := n.closestFollowing(k); !back.IsZero() {
+			to = back
+		}
 		r.WalkCcw = true
 		r.PrevStart, r.HasPrev = []byte(n.self.Start), true
 		r.Hops++
-		return hopForward, pred.ID
+		return hopForward, to.ID
 	}
 	best := n.closestPreceding(k)
 	if best.IsZero() {
@@ -80,6 +85,44 @@ func (n *Node) nextHop(r *pb.Route) (hop, overlay.NodeID) {
 	r.HasPrev = true
 	r.Hops++
 	return hopForward, best.ID
+}
+
+// closestFollowing returns the known node whose start lies in [k, self.Start) closest to k: the
+// longest step back counter-clockwise that does not pass the key. A walk back one level-0
+// neighbour at a time after an overshoot took hundreds of hops where starts had moved far (a
+// packed hot region, where a stale far link lands 300 nodes past the key): queries went
+// unanswered for minutes.
+func (n *Node) closestFollowing(k overlay.Key) overlay.Peer {
+	cw := overlay.ClockwiseFrom(k)
+	limit := cw.Of(n.self.Start)
+	var best *overlay.Peer
+	var bestAt overlay.Position
+	exact := false // best starts at k itself: nothing is nearer
+	consider := func(p *overlay.Peer) {
+		if exact || p.IsZero() || (p.MVec == n.self.MVec && p.ID == n.self.ID) {
+			return
+		}
+		if p.Start == k {
+			best, exact = p, true
+			return
+		}
+		at := cw.OfPeer(p) // k itself would come last: it is handled above
+		if !at.Before(limit) || (best != nil && !at.Before(bestAt)) {
+			return // not in (k, self.Start), or not nearer k than the best
+		}
+		best, bestAt = p, at
+	}
+	for i := len(n.levels) - 1; i >= 0; i-- {
+		consider(&n.levels[i].pred)
+		consider(&n.levels[i].succ)
+	}
+	for i := range n.succList {
+		consider(&n.succList[i])
+	}
+	if best == nil {
+		return overlay.Peer{}
+	}
+	return *best
 }
 
 // closestPreceding returns the known node whose start lies in (self.Start, k] closest to k.
