@@ -1178,6 +1178,21 @@ func TestChurn(t *testing.T) {
 	}
 }
 
+// evenlySpaced returns an overlay of nodes nodes n000, n001, … starting at 0, spacing, 2·spacing,
+// …, built by joins through n000 and settled, its rings and levels checked.
+func evenlySpaced(t *testing.T, nodes, spacing int) *testNet {
+	t.Helper()
+	nw := newTestNet(t, DefaultConfig())
+	nw.bootstrap("n000")
+	for i := 1; i < nodes; i++ {
+		nw.join(overlay.NodeID(fmt.Sprintf("n%03d", i)), "n000", k(i*spacing))
+	}
+	nw.advance(5 * time.Minute)
+	nw.checkRing()
+	nw.checkLevels()
+	return nw
+}
+
 // TestRoutingWithStaleStarts gives every node of a 32-node overlay wrong starts for all the nodes
 // it links to (except its level-0 successor, whose start is where its own range ends), as after
 // boundaries moved, and checks that every lookup from every node still reaches the owner in a
@@ -1185,14 +1200,7 @@ func TestChurn(t *testing.T) {
 func TestRoutingWithStaleStarts(t *testing.T) {
 	const nodes, spacing = 32, 1000
 	for _, shift := range []int{-700, -300, 300, 700} {
-		nw := newTestNet(t, DefaultConfig())
-		nw.bootstrap("n00")
-		for i := 1; i < nodes; i++ {
-			nw.join(overlay.NodeID(fmt.Sprintf("n%02d", i)), "n00", k(i*spacing))
-		}
-		nw.advance(5 * time.Minute)
-		nw.checkRing()
-		nw.checkLevels()
+		nw := evenlySpaced(t, nodes, spacing)
 		stale := func(p *overlay.Peer) {
 			if p.IsZero() {
 				return
@@ -1236,14 +1244,7 @@ func TestRoutingWithStaleStarts(t *testing.T) {
 // per node passed (hundreds, in a 500-node balancing run, where queries then went unanswered).
 func TestOvershootTurnsBackInFewHops(t *testing.T) {
 	const nodes, spacing, shift = 128, 100, 48
-	nw := newTestNet(t, DefaultConfig())
-	nw.bootstrap("n000")
-	for i := 1; i < nodes; i++ {
-		nw.join(overlay.NodeID(fmt.Sprintf("n%03d", i)), "n000", k(i*spacing))
-	}
-	nw.advance(5 * time.Minute)
-	nw.checkRing()
-	nw.checkLevels()
+	nw := evenlySpaced(t, nodes, spacing)
 	// The longest succ link of any node: a's at level far.
 	var a *Node
 	far, reach := -1, 0
