@@ -1,9 +1,11 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"time"
@@ -158,6 +160,19 @@ func (s *OverlaySummary) Failed() bool {
 // Progress receives the phase and its completion, for display.
 type Progress func(phase string, done, total int)
 
+// labelPhases wraps progress so that CPU profile samples carry the phase they were taken in
+// (go tool pprof -tagfocus phase=load).
+func labelPhases(progress Progress) Progress {
+	current := ""
+	return func(phase string, done, total int) {
+		if phase != current {
+			current = phase
+			pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("phase", phase)))
+		}
+		progress(phase, done, total)
+	}
+}
+
 // RunOverlay performs an overlay run.
 func RunOverlay(p OverlayParams, progress Progress) (*OverlaySummary, error) {
 	if err := p.Validate(); err != nil {
@@ -166,6 +181,7 @@ func RunOverlay(p OverlayParams, progress Progress) (*OverlaySummary, error) {
 	if progress == nil {
 		progress = func(string, int, int) {}
 	}
+	progress = labelPhases(progress)
 	wall := time.Now()
 	p.Net.Seed = p.Seed
 	h, err := NewHarness(p.Net)
@@ -181,6 +197,7 @@ func RunOverlay(p OverlayParams, progress Progress) (*OverlaySummary, error) {
 		peak = max(peak, ms.HeapAlloc)
 	}
 	check := func(phase string) {
+		progress("check", 0, 1)
 		rep := nw.Check()
 		c := CheckResult{Phase: phase, OK: rep.OK()}
 		if m, x, w := nw.CheckItems(h.Expected, h.Lost); m+x+w > 0 {
@@ -195,6 +212,7 @@ func RunOverlay(p OverlayParams, progress Progress) (*OverlaySummary, error) {
 
 	// Build by joins at random positions of the key space.
 	space := uint64(p.Keys)
+	progress("build", 0, p.Nodes-1)
 	before := nw.SentByCause()
 	start := nw.Now()
 	err = h.Build(p.Nodes, p.JoinInterval, true,
@@ -218,17 +236,22 @@ func RunOverlay(p OverlayParams, progress Progress) (*OverlaySummary, error) {
 	buildEnd := nw.Now()
 
 	// Load every key in batches of consecutive keys, each from a random node.
+	progress("load", 0, p.Keys)
 	before = nw.SentByCause()
 	start = nw.Now()
 	batches := (p.Keys + p.Batch - 1) / p.Batch
 	loaded := 0
+	if len(h.Expected) == 0 {
+		h.Expected = make(map[overlay.Key]string, p.Keys) // sized once: growing it rehashed 5M keys
+	}
 	for b := 0; b < batches; b++ {
 		lo, hi := b*p.Batch, min((b+1)*p.Batch, p.Keys)
 		items := make([]overlay.Item, 0, hi-lo)
 		for i := lo; i < hi; i++ {
 			k := overlay.Uint64Key(uint64(i))
-			items = append(items, overlay.Item{Key: k, Value: valueFor(k)})
-			h.Expected[k] = string(valueFor(k))
+			v := valueFor(k)
+			items = append(items, overlay.Item{Key: k, Value: v})
+			h.Expected[k] = string(v)
 		}
 		h.Do(h.RandomOwner(), func(n *node.Node) uint64 { return n.PutBatch(items) }, func(r overlay.Result) {
 			loaded += r.Stored

@@ -132,6 +132,87 @@ func TestCheckFindsBrokenRings(t *testing.T) {
 	}
 }
 
+// TestCheckItemsAgainstBruteForce damages the stores of a small overlay in every way CheckItems
+// must see — a key gone from its owner, a copy only at a node that does not own it, a wrong
+// value, an unexpected key, a lost key gone — and compares its counts with a look-up of every
+// expected key at its owner.
+func TestCheckItemsAgainstBruteForce(t *testing.T) {
+	h := build(t, DefaultConfig(), 16)
+	for i := 0; i < 400; i++ {
+		k := overlay.Uint64Key(uint64(i * 2499))
+		v := fmt.Sprint(i)
+		if err := h.Net.Owner(k).Store().Put(k, []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+		h.Expected[k] = v
+	}
+	if m, x, w := h.Net.CheckItems(h.Expected, h.Lost); m+x+w != 0 {
+		t.Fatalf("undamaged: missing %d extra %d wrong %d", m, x, w)
+	}
+	key := func(i int) overlay.Key { return overlay.Uint64Key(uint64(i * 2499)) }
+	owners := h.Net.owners()
+	elsewhere := func(k overlay.Key) overlay.Store { // a store of a node that does not own k
+		o := h.Net.Owner(k)
+		for _, s := range owners {
+			if s.node != o {
+				return s.store
+			}
+		}
+		t.Fatal("one owner only")
+		return nil
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 10; i++ { // gone
+		must(h.Net.Owner(key(i)).Store().Delete(key(i)))
+	}
+	for i := 10; i < 15; i++ { // moved to a node that does not own it
+		must(h.Net.Owner(key(i)).Store().Delete(key(i)))
+		must(elsewhere(key(i)).Put(key(i), []byte(h.Expected[key(i)])))
+	}
+	for i := 15; i < 18; i++ { // gone, but reported lost
+		must(h.Net.Owner(key(i)).Store().Delete(key(i)))
+		h.Lost[key(i)] = true
+	}
+	h.Lost[key(18)] = true              // lost, yet still there
+	h.Lost[overlay.Uint64Key(7)] = true // lost, never expected
+	for i := 20; i < 24; i++ {          // wrong values
+		must(h.Net.Owner(key(i)).Store().Put(key(i), []byte("bad")))
+	}
+	must(owners[0].store.Put(overlay.Uint64Key(1), []byte("x"))) // unexpected
+	must(owners[1].store.Put(overlay.Uint64Key(3), []byte("y")))
+
+	var missing, extra, wrong int
+	for k, v := range h.Expected {
+		got, found, err := h.Net.Owner(k).Store().Get(k)
+		must(err)
+		switch {
+		case !found && !h.Lost[k]:
+			missing++
+		case found && string(got) != v:
+			wrong++
+		}
+	}
+	for _, s := range owners {
+		must(s.store.Ascend(overlay.FullRange, func(k overlay.Key, v []byte) bool {
+			if _, ok := h.Expected[k]; !ok {
+				extra++
+			}
+			return true
+		}))
+	}
+	if missing != 15 || extra != 2 || wrong != 4 {
+		t.Fatalf("brute force counts missing %d extra %d wrong %d: the damage did not land as planned", missing, extra, wrong)
+	}
+	if m, x, w := h.Net.CheckItems(h.Expected, h.Lost); m != missing || x != extra || w != wrong {
+		t.Errorf("CheckItems: missing %d extra %d wrong %d; brute force %d, %d, %d", m, x, w, missing, extra, wrong)
+	}
+}
+
 // TestKindOfEveryBody: every message body the protocol defines is counted under its own kind,
 // named as its field (balancing messages were once counted as pongs).
 func TestKindOfEveryBody(t *testing.T) {
