@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,20 +10,28 @@ import (
 )
 
 // BenchmarkSimulatorLookups measures the simulator's throughput in delivered messages per second
-// of wall time on a settled 1,000-node overlay serving lookups (maintenance included).
+// of wall time on a settled overlay serving lookups (maintenance included), at 1,000 nodes and at
+// 10,000, where the nodes' state no longer fits in the processor's caches.
 func BenchmarkSimulatorLookups(b *testing.B) {
+	for _, nodes := range []int{1000, 10_000} {
+		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) { benchmarkLookups(b, nodes) })
+	}
+}
+
+func benchmarkLookups(b *testing.B, nodes int) {
 	h, err := NewHarness(DefaultConfig())
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := h.Build(1000, 50*time.Millisecond, true, uniformPositions(h, 100_000), 100_000*time.Second, nil); err != nil {
+	keys := uint64(nodes) * 100
+	if err := h.Build(nodes, 50*time.Millisecond, true, uniformPositions(h, keys), 100_000*time.Second, nil); err != nil {
 		b.Fatal(err)
 	}
 	h.settle(2000*time.Second, func(int) {})
 	b.ResetTimer()
 	start := h.Net.Stats.Delivered
 	for i := 0; i < b.N; i++ {
-		k := overlay.Uint64Key(h.Net.rng.Uint64N(100_000))
+		k := overlay.Uint64Key(h.Net.rng.Uint64N(keys))
 		h.Do(h.RandomOwner(), func(n *node.Node) uint64 { return n.Get(k) }, func(overlay.Result) {})
 		if i%1000 == 999 {
 			h.Net.RunFor(time.Second)
