@@ -160,15 +160,18 @@ func (s *OverlaySummary) Failed() bool {
 // Progress receives the phase and its completion, for display.
 type Progress func(phase string, done, total int)
 
-// labelPhases wraps progress so that CPU profile samples carry the phase they were taken in
-// (go tool pprof -tagfocus phase=load).
-func labelPhases(progress Progress) Progress {
+// phaseLabeller returns a function that tags the CPU profile samples taken from then on with
+// the run's phase (go tool pprof -tagfocus phase=load), and progress wrapped to call it.
+func phaseLabeller(progress Progress) (label func(phase string), labelled Progress) {
 	current := ""
-	return func(phase string, done, total int) {
+	label = func(phase string) {
 		if phase != current {
 			current = phase
 			pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("phase", phase)))
 		}
+	}
+	return label, func(phase string, done, total int) {
+		label(phase)
 		progress(phase, done, total)
 	}
 }
@@ -181,7 +184,7 @@ func RunOverlay(p OverlayParams, progress Progress) (*OverlaySummary, error) {
 	if progress == nil {
 		progress = func(string, int, int) {}
 	}
-	progress = labelPhases(progress)
+	label, progress := phaseLabeller(progress)
 	wall := time.Now()
 	p.Net.Seed = p.Seed
 	h, err := NewHarness(p.Net)
@@ -197,7 +200,7 @@ func RunOverlay(p OverlayParams, progress Progress) (*OverlaySummary, error) {
 		peak = max(peak, ms.HeapAlloc)
 	}
 	check := func(phase string) {
-		progress("check", 0, 1)
+		label("check")
 		rep := nw.Check()
 		c := CheckResult{Phase: phase, OK: rep.OK()}
 		if m, x, w := nw.CheckItems(h.Expected, h.Lost); m+x+w > 0 {
@@ -212,7 +215,7 @@ func RunOverlay(p OverlayParams, progress Progress) (*OverlaySummary, error) {
 
 	// Build by joins at random positions of the key space.
 	space := uint64(p.Keys)
-	progress("build", 0, p.Nodes-1)
+	label("build")
 	before := nw.SentByCause()
 	start := nw.Now()
 	err = h.Build(p.Nodes, p.JoinInterval, true,
@@ -236,7 +239,7 @@ func RunOverlay(p OverlayParams, progress Progress) (*OverlaySummary, error) {
 	buildEnd := nw.Now()
 
 	// Load every key in batches of consecutive keys, each from a random node.
-	progress("load", 0, p.Keys)
+	label("load")
 	before = nw.SentByCause()
 	start = nw.Now()
 	batches := (p.Keys + p.Batch - 1) / p.Batch
