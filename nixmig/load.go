@@ -225,13 +225,16 @@ func (t *LoadTracker) add(k overlay.Key, s int64, c uint32) {
 // Hit records one request served for k at now (+1 in slot(now)). A time earlier than the clock is
 // counted in its own slot when that slot is still inside the window and ignored otherwise; it
 // never moves the clock back.
-func (t *LoadTracker) Hit(k overlay.Key, now time.Time) {
+func (t *LoadTracker) Hit(k overlay.Key, now time.Time) { t.HitN(k, now, 1) }
+
+// HitN records n requests served for k at now, as n calls of Hit would.
+func (t *LoadTracker) HitN(k overlay.Key, now time.Time, n uint32) {
 	s, _ := t.slotOf(now)
 	t.tick(s)
-	if s < t.lo() {
+	if s < t.lo() || n == 0 {
 		return
 	}
-	t.add(k, s, 1)
+	t.add(k, s, n)
 }
 
 // remove forgets k, subtracting its live counters from the total; it returns k's entry (nil if

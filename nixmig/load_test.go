@@ -183,6 +183,30 @@ func TestLateHits(t *testing.T) {
 	}
 }
 
+// HitN(k, t, n) must leave a tracker exactly as n calls of Hit(k, t) do: late, expired and
+// current times, zero counts, and new keys (the simulator's direct queries rely on it).
+func TestHitNIsRepeatedHit(t *testing.T) {
+	one, bulk := mustTracker(t, 4*time.Second, 4), mustTracker(t, 4*time.Second, 4)
+	rng := rand.New(rand.NewPCG(3, 4))
+	keys := []overlay.Key{"a", "b", "c"}
+	clock := 10 * time.Second
+	for range 500 {
+		clock += time.Duration(rng.IntN(700)) * time.Millisecond
+		at := t0.Add(clock - time.Duration(rng.IntN(6000))*time.Millisecond) // late up to 6 s
+		k, n := keys[rng.IntN(len(keys))], uint32(rng.IntN(4))
+		for range n {
+			one.Hit(k, at)
+		}
+		bulk.HitN(k, at, n)
+		if n == 0 { // Hit(k, at) zero times does not move the clock: neither may HitN
+			continue
+		}
+		if a, b := snapshot(one, keys, t0.Add(clock)), snapshot(bulk, keys, t0.Add(clock)); !slices.Equal(a, b) {
+			t.Fatalf("at %v after HitN(%q, %d): %v, repeated Hit: %v", clock, k, n, b, a)
+		}
+	}
+}
+
 func TestSmoothAtSlotBoundaries(t *testing.T) {
 	const slots = 8
 	lt := mustTracker(t, 8*time.Second, slots) // 1 s slots

@@ -183,6 +183,20 @@ func (n *Node) route(m *pb.Envelope, r *pb.Route, onDrop func(pb.Status)) bool {
 	return false
 }
 
+// TraceHop is one hop of a client message's route taken without a message (the simulator's
+// direct queries, which count their reads at the owners at once but show their routes to the
+// nodes they would pass, so that SmartUNL's hints travel as with routed queries): this node sees
+// r as route shows it to the observer and takes the routing decision for it. It returns the next
+// node and true, or false when the route ends here (this node serves the key, would hold the
+// message, or cannot send it on).
+func (n *Node) TraceHop(r *pb.Route) (overlay.NodeID, bool) {
+	if n.obs != nil && n.Owns() {
+		n.obs.Relayed(r)
+	}
+	h, to := n.nextHop(r)
+	return to, h == hopForward
+}
+
 // releaseHeld re-dispatches the messages held for an incoming piece once it committed or aborted.
 func (n *Node) releaseHeld() {
 	held := n.held

@@ -39,6 +39,13 @@ hot ranges covering --percent % of the keys), uniform, words (keys are the words
 queries the ranges of their --prefix-byte prefixes; --keys then limits the words read, most
 frequent first).
 
+Queries are client range scans sent from random nodes and routed hop by hop, so a run costs
+about queries x hops x keys read. --queries direct counts each query's reads at its keys'
+owners at once and only traces its route (from a minute before the balancers start) so that
+SmartUNL's hints travel as before: at 500 nodes the results are those of routed queries within
+the seeds' spread, at a quarter of the wall time, and 50,000 nodes become affordable
+(docs/RESULTS.md, scale).
+
 Ctrl-C (or SIGTERM) ends a long run at the next simulated second: the run is checked and its
 result printed (and written) as at a normal end, marked interrupted, and the exit status is 1.
 A second Ctrl-C quits at once.
@@ -73,9 +80,8 @@ type balanceFlags struct {
 func defaultBalanceFlags() balanceFlags {
 	c := nixmig.DefaultConfig()
 	return balanceFlags{
-		runFlags: runFlags{nodes: 500, keys: 50_000, rate: 250, duration: 4000 * time.Second,
-			warmup: 700 * time.Second, stopAfter: 100 * time.Second, requestTimeout: queryTimeout},
-		seed: 1, algorithm: "nixmig", work: "pulse", unl: "smart", rnp: "smart",
+		runFlags: defaultRunFlags(50_000),
+		seed:     1, algorithm: "nixmig", work: "pulse", unl: "smart", rnp: "smart",
 		width: 0.10, theta: 2, percent: 10, buckets: workload.DefaultBuckets,
 		rangeKeys: workload.DefaultRangeKeys, prefix: 5, sample: sampleEvery, crashAfter: 20 * time.Second,
 		thres: c.Thres, overThres: c.OverThres, a: c.A, ttl: c.TTL, headroom: c.Headroom,
@@ -430,14 +436,14 @@ func printBalance(w io.Writer, doc balanceDoc, p sim.BalanceParams) {
 	fmt.Fprintf(t, "waves\t%d started, %d ok, %d failed\n", r.WavesStarted, r.WavesOK, r.WavesFailed)
 	fmt.Fprintf(t, "Gini\t%.3f → %.3f (max/mean load %.2f → %.2f)\n", r.GiniStart, r.GiniEnd, r.MaxMeanStart, r.MaxMeanEnd)
 	fmt.Fprintf(t, "overloaded\t%d → %d nodes\n", r.OverloadedStart, r.OverloadedEnd)
-	fmt.Fprintf(t, "queries\t%d issued, %d failed\n", r.Queries, r.QueriesFailed)
+	fmt.Fprintf(t, "queries\t%d issued (%s), %d failed\n", r.Queries, r.QueryModel, r.QueriesFailed)
 	if p.CrashFraction > 0 {
 		fmt.Fprintf(t, "crash\t%d nodes, %.0f s after the warm-up; %d items lost with them (no replication yet)\n", r.Crashed, p.CrashAfter.Seconds(), r.ItemsLost)
 	}
 	lk := r.LookupsAfter
 	fmt.Fprintf(t, "lookups after\t%d from random nodes: %d wrong, %d failed; hops mean %.2f, p99 %d (log2 N %.2f)\n",
 		lk.Count, lk.Wrong, lk.Failed, lk.Mean, lk.P99, math.Log2(float64(p.Nodes)))
-	fmt.Fprintf(t, "check\t%s\n", r.Check)
+	fmt.Fprintf(t, "check\t%s (structure quiet %.0f s after balancing and every lease ended)\n", r.Check, r.SettleTime)
 	fmt.Fprintf(t, "wall time\t%.1f s\n", r.Wall)
 	t.Flush()
 }

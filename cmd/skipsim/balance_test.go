@@ -87,6 +87,8 @@ func TestBalanceBadFlags(t *testing.T) {
 		{"over-thres below thres", []string{"--thres", "60", "--over-thres", "50"}, []string{"--over-thres", "exceed --thres"}},
 		{"ttl zero", []string{"--ttl", "0"}, []string{"--ttl", "at least 1"}},
 		{"request timeout zero", []string{"--request-timeout", "0s"}, []string{"--request-timeout", "must be positive"}},
+		{"queries unknown", []string{"--queries", "teleported"}, []string{"--queries", "routed or direct", "teleported"}},
+		{"join interval zero", []string{"--join-interval", "0"}, []string{"--join-interval", "must be positive"}},
 		{"buckets zero", []string{"--buckets", "0"}, []string{"--buckets"}},
 		{"range keys zero", []string{"--range-keys", "0"}, []string{"--range-keys"}},
 		{"prefix zero", []string{"--prefix", "0"}, []string{"--prefix"}},

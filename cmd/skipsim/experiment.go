@@ -124,8 +124,7 @@ func runExperiment(args []string, stdout, stderr io.Writer) error {
 		return badUsage("unknown experiment %q; one of:\n%s", args[0], experimentList())
 	}
 	e := &expEnv{def: *def, command: commandLine("experiment", args), stdout: stdout, stderr: stderr, seeds: 3, parallel: runtime.NumCPU(),
-		runFlags: runFlags{nodes: 500, rate: 250, duration: 4000 * time.Second, warmup: 700 * time.Second, stopAfter: 100 * time.Second,
-			requestTimeout: queryTimeout}}
+		runFlags: defaultRunFlags(0)}
 	fs, held := newFlagSet("experiment " + def.name)
 	e.register(fs)
 	fs.Usage = func() {

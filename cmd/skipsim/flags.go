@@ -160,7 +160,17 @@ type runFlags struct {
 	duration, warmup, stopAfter time.Duration
 	// requestTimeout is how long a node waits for a query's answer before sending it again.
 	requestTimeout time.Duration
-	quiet          bool
+	// queries is how queries reach the nodes: "routed" or "direct" (sim.QueryModel).
+	queries      string
+	joinInterval time.Duration
+	quiet        bool
+}
+
+// defaultRunFlags are the thesis's settings (SPEC §12) with keys keys.
+func defaultRunFlags(keys int) runFlags {
+	return runFlags{nodes: 500, keys: keys, rate: 250, duration: 4000 * time.Second,
+		warmup: 700 * time.Second, stopAfter: 100 * time.Second, requestTimeout: queryTimeout,
+		queries: "routed", joinInterval: 50 * time.Millisecond}
 }
 
 func (r *runFlags) register(fs *flag.FlagSet, keysUsage string) {
@@ -171,7 +181,20 @@ func (r *runFlags) register(fs *flag.FlagSet, keysUsage string) {
 	durationVar(fs, &r.warmup, "warmup", "queries only, no balancing, for this `time`; the balancers start after it")
 	durationVar(fs, &r.stopAfter, "stop-after", "end the run this `time` after every node got under thres (0: run the whole --duration)")
 	durationVar(fs, &r.requestTimeout, "request-timeout", "a query not answered within this `time` is sent again (at most 3 attempts); every attempt's reads count in the nodes' load, so a timeout shorter than the slowest routes (one unit per hop) inflates the load")
+	fs.StringVar(&r.queries, "queries", r.queries, "how queries reach the nodes: `routed` (client scans routed hop by hop; SmartUNL's hints ride on them) or direct (each query's reads counted at its keys' owners at once, without messages: for runs of tens of thousands of nodes)")
+	durationVar(fs, &r.joinInterval, "join-interval", "mean virtual `time` between two joins while the overlay is built")
 	fs.BoolVar(&r.quiet, "quiet", false, "no progress output on stderr")
+}
+
+// queryModel returns the --queries choice.
+func (r *runFlags) queryModel() (sim.QueryModel, error) {
+	switch r.queries {
+	case "routed":
+		return sim.QueriesRouted, nil
+	case "direct":
+		return sim.QueriesDirect, nil
+	}
+	return 0, badUsage("--queries must be routed or direct (got %q)", r.queries)
 }
 
 func (r *runFlags) validate() error {
@@ -196,6 +219,12 @@ func (r *runFlags) validate() error {
 	if err := checkDuration("request-timeout", r.requestTimeout, false); err != nil {
 		return err
 	}
+	if err := checkDuration("join-interval", r.joinInterval, false); err != nil {
+		return err
+	}
+	if _, err := r.queryModel(); err != nil {
+		return err
+	}
 	if r.duration <= r.warmup {
 		return badUsage("--duration (%s) must exceed --warmup (%s)", secs(r.duration), secs(r.warmup))
 	}
@@ -218,9 +247,11 @@ func newParams(r runFlags, w workload.Workload) sim.BalanceParams {
 	net := sim.DefaultConfig()
 	net.Node.Balance.Window = r.warmup
 	net.Node.SkipGraph.RequestTimeout = r.requestTimeout
+	queries, _ := r.queryModel() // checked by validate
 	return sim.BalanceParams{
-		Nodes: r.nodes, Keys: r.keys, Seed: 1, Workload: w, Rate: r.rate,
-		Duration: r.duration, Warmup: r.warmup, StopAfter: r.stopAfter, Sample: sampleEvery, Net: net,
+		Nodes: r.nodes, Keys: r.keys, Seed: 1, Workload: w, Rate: r.rate, Queries: queries,
+		JoinInterval: r.joinInterval, Duration: r.duration, Warmup: r.warmup, StopAfter: r.stopAfter,
+		Sample: sampleEvery, Net: net,
 	}
 }
 

@@ -28,6 +28,11 @@ type BalanceParams struct {
 	PrefixLen int
 	// Rate is the number of queries per second.
 	Rate float64
+	// Queries says how queries reach the nodes: routed hop by hop (the default) or counted
+	// directly at their keys' owners (QueryModel).
+	Queries QueryModel
+	// JoinInterval is the mean time between two joins while the overlay is built (0: 50 ms).
+	JoinInterval time.Duration
 	// Duration bounds the run; Warmup is when the balancers start.
 	Duration, Warmup time.Duration
 	// StopAfter ends the run this long after every node got under its thres (0: run Duration).
@@ -68,6 +73,8 @@ type Snapshot struct {
 type BalanceResult struct {
 	Algorithm string `json:"algorithm"`
 	Seed      uint64 `json:"seed"`
+	// QueryModel is how the queries reached the nodes: "routed" or "direct" (QueryModel).
+	QueryModel string `json:"query_model"`
 	// Completed: every node got under its thres; CompletionTime counts from the warm-up's end.
 	Completed      bool    `json:"completed"`
 	CompletionTime float64 `json:"completion_s"`
@@ -118,6 +125,9 @@ type BalanceResult struct {
 	LookupsAfter HopStats `json:"lookups_after"`
 	// ItemsLost counts the keys whose only holder crashed (no replication yet).
 	ItemsLost int `json:"items_lost"`
+	// SettleTime is how long the structure took to be quiet (every invariant of rings and
+	// ranges holding) once balancing stopped and every lease ran out: the check waits for it.
+	SettleTime float64 `json:"settle_s"`
 	// Check is "ok" when the invariants held at the end, every lock was released and every item
 	// not lost to a crash was readable where it belongs.
 	Check     string     `json:"check"`
@@ -141,6 +151,10 @@ func (p BalanceParams) Validate() error {
 		return fmt.Errorf("--duration (%v) must exceed --warmup (%v)", p.Duration, p.Warmup)
 	case p.Sample <= 0:
 		return fmt.Errorf("--sample must be positive")
+	case p.JoinInterval < 0:
+		return fmt.Errorf("--join-interval must not be negative (got %v)", p.JoinInterval)
+	case p.Queries != QueriesRouted && p.Queries != QueriesDirect:
+		return fmt.Errorf("unknown query model %d", p.Queries)
 	case p.CrashFraction < 0 || p.CrashFraction >= 1:
 		return fmt.Errorf("--crash must be a fraction in [0,1) (got %v)", p.CrashFraction)
 	}
@@ -167,7 +181,7 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 		return nil, err
 	}
 	nw := h.Net
-	res := &BalanceResult{Algorithm: p.Net.Node.Balance.Algorithm.String(), Seed: p.Seed}
+	res := &BalanceResult{Algorithm: p.Net.Node.Balance.Algorithm.String(), Seed: p.Seed, QueryModel: p.Queries.String()}
 	thres := p.Net.Node.Balance.Thres
 
 	// The items, and where node i starts: evenly spaced, so every node begins with Keys/Nodes.
@@ -193,7 +207,11 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 		res.Feasibility = workload.CheckFeasibility(p.Words.KeyLoads(p.Rate, p.PrefixLen), thres, p.Nodes).String()
 	}
 
-	err = h.Build(p.Nodes, 50*time.Millisecond, true,
+	joinInterval := p.JoinInterval
+	if joinInterval == 0 {
+		joinInterval = 50 * time.Millisecond
+	}
+	err = h.Build(p.Nodes, joinInterval, true,
 		func(i int) overlay.Key { return keys[i*len(keys)/p.Nodes] },
 		time.Duration(p.Nodes)*time.Second+1000*time.Second,
 		func(j int) { progress("build", j, p.Nodes-1) })
@@ -225,14 +243,20 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 		return nil, err
 	}
 	nextQuery := arrivals.Next(rng)
-	issue := func(now float64) {
-		var q workload.Query
-		if p.Words != nil {
-			q = p.Words.Query(rng, p.PrefixLen)
-		} else {
-			q = p.Workload.Next(rng, now)
-		}
+	draw := func(now float64) workload.Query {
 		res.Queries++
+		if p.Words != nil {
+			return p.Words.Query(rng, p.PrefixLen)
+		}
+		return p.Workload.Next(rng, now)
+	}
+	var direct *directReads
+	if p.Queries == QueriesDirect {
+		bc := p.Net.Node.Balance
+		direct = newDirectReads(keys, bc.Window, bc.Slots, nw.epoch)
+	}
+	issue := func(now float64) {
+		q := draw(now)
 		h.Do(h.RandomOwner(), func(n *node.Node) uint64 { return n.Scan(q.Start, q.End, q.Keys+16, 0) }, func(r overlay.Result) {
 			if r.Status != pb.Status_STATUS_OK {
 				res.QueriesFailed++
@@ -289,11 +313,22 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 		sec := t.Seconds()
 		for nextQuery < sec+1 {
 			at := t0 + time.Duration(nextQuery*float64(time.Second))
-			qt := nextQuery
-			nw.At(at, func() { issue(qt) })
+			if direct != nil {
+				direct.add(at, draw(nextQuery))
+			} else {
+				qt := nextQuery
+				nw.At(at, func() { issue(qt) })
+			}
 			nextQuery += arrivals.Next(rng)
 		}
 		nw.RunUntil(t0 + t + time.Second)
+		if direct != nil {
+			var origin func() overlay.NodeID
+			if now := t + time.Second; now > p.Warmup-traceLead {
+				origin = h.randomOwner
+			}
+			direct.flush(nw, origin)
+		}
 		now := t + time.Second
 		progress("run", int(now/time.Second), int(p.Duration/time.Second))
 		if p.Interrupted != nil && p.Interrupted() {
@@ -381,6 +416,12 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 		s.node.Balancer.Stop()
 	}
 	nw.RunFor(p.Net.Node.Balance.LockLease() * (nixmig.MaxLeaseFactor + 2))
+	// Links at the higher levels may still be catching up with the last migrations (queries'
+	// messages help routed runs there: every message carries fresh starts); the invariants are
+	// checked once the structure is quiet.
+	quiet := nw.Now()
+	h.settle(endSettleLimit, func(int) {})
+	res.SettleTime = (nw.Now() - quiet).Seconds()
 	res.Check = h.checkBalanced()
 	res.ItemsLost = len(h.Lost)
 	res.LookupsAfter = h.lookups(OverlayParams{QueryRate: 100}, min(1000, len(keys)),
@@ -465,3 +506,6 @@ func maxMean(xs []float64) float64 {
 	}
 	return 0
 }
+
+// endSettleLimit bounds the wait for the structure to be quiet after a balancing run.
+const endSettleLimit = 3000 * time.Second

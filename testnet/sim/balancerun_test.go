@@ -124,3 +124,30 @@ func TestBalanceInterrupted(t *testing.T) {
 		}
 	}
 }
+
+// With direct queries NIXMIG balances the pulse as with routed ones: no query message is sent,
+// SmartUNL still finds underloaded nodes through the traced routes' hints, and every check holds.
+func TestBalanceDirectQueries(t *testing.T) {
+	w, err := workload.NewPulse(5000, 100, 0.10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := smallBalance(nixmig.NIXMIG, w, 1)
+	p.Queries = QueriesDirect
+	res, err := RunBalance(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("completed %v in %.0f s, %d msgs, %d items, %d UNL hits, %d probes, check %s", res.Completed, res.CompletionTime,
+		res.Messages, res.Items, res.UNLHits, res.Probes, res.Check)
+	switch {
+	case res.Check != "ok":
+		t.Fatalf("invariants after balancing: %s", res.Check)
+	case res.OverloadedStart == 0 || !res.Completed:
+		t.Fatalf("overloaded %d at the start, completed %v: want a pulse that NIXMIG balances", res.OverloadedStart, res.Completed)
+	case res.QueryMessages != 0 || res.QueryRetries != 0 || res.QueryModel != "direct":
+		t.Fatalf("%s queries sent %d messages and %d retries", res.QueryModel, res.QueryMessages, res.QueryRetries)
+	case res.UNLHits == 0:
+		t.Fatal("no UNL hit: the traced routes carried no hints")
+	}
+}

@@ -1,0 +1,193 @@
+package sim
+
+import (
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/skiprange/skiprange/overlay"
+	"github.com/skiprange/skiprange/overlay/pb"
+	"github.com/skiprange/skiprange/testnet/workload"
+)
+
+// traceLead is how long before the balancers start direct queries begin to show their routes.
+// SmartUNL's hints only matter to running balancers, and a node's cache keeps the freshest
+// UNLCache reports (32): routes pass a node several times a second, so a minute of them fills
+// every cache on the paths as all the warm-up's would, at a fraction of the cost (the warm-up is
+// 70% of a thesis run).
+const traceLead = 60 * time.Second
+
+// QueryModel says how the queries of a balancing run reach the nodes.
+type QueryModel int
+
+const (
+	// QueriesRouted sends each query as a client range scan from a random node, routed hop by
+	// hop and walked over level 0 like any client's. SmartUNL's load hints ride on it, and the
+	// nodes that serve it count its reads in their load. Every message is simulated, so the cost
+	// of a run grows with queries × hops × keys read.
+	QueriesRouted QueryModel = iota
+	// QueriesDirect counts each query's reads in the load of the owners of its keys at once,
+	// from the simulator's global view, without messages: the same arrivals, ranges and per-key
+	// loads as routed queries, at a cost per key read. No hints ride on queries (SmartUNL then
+	// probes at random when its cache is empty) and no reads are counted twice by retries. It is
+	// what makes 50,000-node balancing runs affordable (RESULTS.md, scale).
+	QueriesDirect
+)
+
+func (m QueryModel) String() string {
+	if m == QueriesDirect {
+		return "direct"
+	}
+	return "routed"
+}
+
+// directReads counts the reads of QueriesDirect queries. Queries are gathered as they arrive and
+// counted when the simulated second ends, one batch per load-tracker slot: within a batch each key
+// is credited once with the number of the batch's queries that read it, stamped with the time of
+// the batch's last query (a time inside the same slot, so the load is exactly what per-read hits
+// would give).
+type directReads struct {
+	keys    []overlay.Key // every stored key, in order: a query reads the keys of its range
+	slotLen int64         // the load trackers' slot length, in nanoseconds
+	epoch   time.Time     // the network's virtual epoch
+	pending []directQuery
+	edges   []edge // scratch for one batch
+	starts  []overlay.Key
+	owners  []*simNode
+}
+
+type directQuery struct {
+	at time.Duration // virtual time of arrival
+	q  workload.Query
+}
+
+// edge is where a batch's count of readers changes: +1 where a query's keys begin, −1 after them.
+type edge struct {
+	at    int // key index
+	delta int32
+}
+
+func newDirectReads(keys []overlay.Key, window time.Duration, slots int, epoch time.Time) *directReads {
+	return &directReads{keys: keys, slotLen: int64(window) / int64(slots), epoch: epoch}
+}
+
+func (d *directReads) add(at time.Duration, q workload.Query) {
+	d.pending = append(d.pending, directQuery{at, q})
+}
+
+// flush counts every pending query's reads at the nodes that own its keys now. With origin, it
+// first shows each query's route to the nodes it would pass, from a node that origin picks.
+func (d *directReads) flush(nw *Network, origin func() overlay.NodeID) {
+	if len(d.pending) == 0 {
+		return
+	}
+	if origin != nil {
+		for _, dq := range d.pending {
+			trace(nw, origin(), dq.q.Start)
+		}
+	}
+	d.owners = nw.owners()
+	if len(d.owners) == 0 { // every node crashed: nobody serves
+		d.pending = d.pending[:0]
+		return
+	}
+	d.starts = d.starts[:0]
+	for _, s := range d.owners {
+		d.starts = append(d.starts, s.node.Self().Start)
+	}
+	slot := func(at time.Duration) int64 { return d.epoch.Add(at).UnixNano() / d.slotLen }
+	for lo := 0; lo < len(d.pending); {
+		hi := lo + 1
+		for hi < len(d.pending) && slot(d.pending[hi].at) == slot(d.pending[lo].at) {
+			hi++
+		}
+		d.count(d.pending[lo:hi])
+		lo = hi
+	}
+	d.pending = d.pending[:0]
+}
+
+// trace takes a client message's route to key from node from without messages, showing it to
+// every node it passes (skipgraph's TraceHop), and returns the node where it ended (nil if it
+// would have been lost). A route longer than the hop limit, which the nodes enforce on routed
+// messages, cannot come about; maxTraceHops only guards this loop.
+func trace(nw *Network, from overlay.NodeID, key overlay.Key) *simNode {
+	r := &pb.Route{Key: []byte(key)}
+	at := nw.nodes[from]
+	for range maxTraceHops {
+		next, ok := at.node.TraceHop(r)
+		if !ok {
+			return at
+		}
+		if at = nw.nodes[next]; at == nil || !at.alive {
+			return nil
+		}
+	}
+	return nil
+}
+
+const maxTraceHops = 10_000
+
+// count credits one batch of queries of the same slot.
+func (d *directReads) count(batch []directQuery) {
+	n := len(d.keys)
+	d.edges = d.edges[:0]
+	for _, dq := range batch {
+		lo, read := d.span(dq.q)
+		for read > 0 { // a range past the last key wraps round to the first
+			hi := min(lo+read, n)
+			d.edges = append(d.edges, edge{lo, 1}, edge{hi, -1})
+			read -= hi - lo
+			lo = 0
+		}
+	}
+	slices.SortFunc(d.edges, func(a, b edge) int { return a.at - b.at })
+	at := d.epoch.Add(batch[len(batch)-1].at)
+	var readers int32
+	for i, e := range d.edges {
+		readers += e.delta
+		if readers > 0 && i+1 < len(d.edges) && d.edges[i+1].at > e.at {
+			d.credit(e.at, d.edges[i+1].at, uint32(readers), at)
+		}
+	}
+}
+
+// span returns the index of the first key q reads and how many it reads: the keys of [Start,
+// End) round the circle, at most the Keys+16 a routed scan asks for (balancerun's issue).
+func (d *directReads) span(q workload.Query) (lo, read int) {
+	n := len(d.keys)
+	lo = sort.Search(n, func(i int) bool { return d.keys[i] >= q.Start }) % n
+	hi := sort.Search(n, func(i int) bool { return d.keys[i] >= q.End }) % n
+	read = (hi - lo + n) % n
+	if read == 0 && q.End <= q.Start { // wraps round with no key left out (start == end: the whole circle)
+		read = n
+	}
+	return lo, min(read, q.Keys+16)
+}
+
+// credit counts readers reads of each key with index in [lo, hi) at the node that owns it.
+func (d *directReads) credit(lo, hi int, readers uint32, at time.Time) {
+	var owner *simNode
+	var bound overlay.Key // the owner's range ends before bound, if bounded
+	bounded := false
+	for i := lo; i < hi; i++ {
+		k := d.keys[i]
+		if owner == nil || (bounded && k >= bound) {
+			owner, bound, bounded = d.ownerOf(k)
+		}
+		owner.node.Balancer.Tracker().HitN(k, at, readers)
+	}
+}
+
+// ownerOf returns the owner of k among the owners sorted by start, and the start that ends its
+// range above k (bounded is false when its range runs to the top of the key space).
+func (d *directReads) ownerOf(k overlay.Key) (owner *simNode, bound overlay.Key, bounded bool) {
+	j := sort.Search(len(d.starts), func(j int) bool { return d.starts[j] > k })
+	switch j {
+	case 0: // below the first start: the last node's range wraps round to it
+		return d.owners[len(d.owners)-1], d.starts[0], true
+	case len(d.starts):
+		return d.owners[j-1], "", false
+	}
+	return d.owners[j-1], d.starts[j], true
+}
