@@ -174,6 +174,7 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 	if progress == nil {
 		progress = func(string, int, int) {}
 	}
+	label, progress := phaseLabeller(progress)
 	wall := time.Now()
 	p.Net.Seed = p.Seed
 	h, err := NewHarness(p.Net)
@@ -218,6 +219,7 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build: %w", err)
 	}
+	label("load")
 	const batch = 1000
 	for lo := 0; lo < len(keys); lo += batch {
 		items := make([]overlay.Item, 0, batch)
@@ -233,6 +235,7 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 	}
 	nw.RunWhile(func() bool { return h.Pending() > 0 }, nw.Now()+100_000*time.Second)
 	// Let the levels settle before the clock of the experiment starts.
+	label("settle")
 	h.settle(2000*time.Second, func(int) {})
 
 	// The experiment: queries from t0 on, balancers from t0+Warmup.
@@ -330,7 +333,11 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 			direct.flush(nw, origin)
 		}
 		now := t + time.Second
-		progress("run", int(now/time.Second), int(p.Duration/time.Second))
+		phase := "warm-up"
+		if started {
+			phase = "balancing"
+		}
+		progress(phase, int(now/time.Second), int(p.Duration/time.Second))
 		if p.Interrupted != nil && p.Interrupted() {
 			res.InterruptedAt = now.Seconds()
 			end = t0 + now // this is the last second
@@ -411,6 +418,7 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 	}
 
 	// Quiet: answers come back, leases run out, then the invariants and every lock are checked.
+	label("check")
 	nw.RunWhile(func() bool { return h.Pending() > 0 }, nw.Now()+200*time.Second)
 	for _, s := range nw.order {
 		s.node.Balancer.Stop()

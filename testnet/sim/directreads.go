@@ -165,29 +165,44 @@ func (d *directReads) span(q workload.Query) (lo, read int) {
 	return lo, min(read, q.Keys+16)
 }
 
-// credit counts readers reads of each key with index in [lo, hi) at the node that owns it.
+// credit counts readers reads of each key with index in [lo, hi) at the node responsible for it:
+// the owner by the nodes' starts, or next to it the receiver of a piece in flight, which a routed
+// query would wait for (skipgraph's Responsible). The giver of that piece has handed its load
+// statistics over already; reads counted there would stay on as load it cannot give away.
 func (d *directReads) credit(lo, hi int, readers uint32, at time.Time) {
-	var owner *simNode
+	owner := -1
 	var bound overlay.Key // the owner's range ends before bound, if bounded
 	bounded := false
 	for i := lo; i < hi; i++ {
 		k := d.keys[i]
-		if owner == nil || (bounded && k >= bound) {
+		if owner < 0 || (bounded && k >= bound) {
 			owner, bound, bounded = d.ownerOf(k)
 		}
-		owner.node.Balancer.Tracker().HitN(k, at, readers)
+		d.responsible(owner, k).node.Balancer.Tracker().HitN(k, at, readers)
 	}
 }
 
-// ownerOf returns the owner of k among the owners sorted by start, and the start that ends its
-// range above k (bounded is false when its range runs to the top of the key space).
-func (d *directReads) ownerOf(k overlay.Key) (owner *simNode, bound overlay.Key, bounded bool) {
+// responsible returns the node of owners[i] and its two neighbours in ring order that is
+// responsible for k, owners[i] when none is.
+func (d *directReads) responsible(i int, k overlay.Key) *simNode {
+	n := len(d.owners)
+	for _, j := range [...]int{i, (i + 1) % n, (i + n - 1) % n} {
+		if d.owners[j].node.Responsible(k) {
+			return d.owners[j]
+		}
+	}
+	return d.owners[i]
+}
+
+// ownerOf returns the index of the owner of k among the owners sorted by start, and the start
+// that ends its range above k (bounded is false when its range runs to the top of the key space).
+func (d *directReads) ownerOf(k overlay.Key) (owner int, bound overlay.Key, bounded bool) {
 	j := sort.Search(len(d.starts), func(j int) bool { return d.starts[j] > k })
 	switch j {
 	case 0: // below the first start: the last node's range wraps round to it
-		return d.owners[len(d.owners)-1], d.starts[0], true
+		return len(d.owners) - 1, d.starts[0], true
 	case len(d.starts):
-		return d.owners[j-1], "", false
+		return j - 1, "", false
 	}
-	return d.owners[j-1], d.starts[j], true
+	return j - 1, d.starts[j], true
 }

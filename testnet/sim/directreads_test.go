@@ -7,6 +7,7 @@ import (
 
 	"github.com/skiprange/skiprange/node"
 	"github.com/skiprange/skiprange/overlay"
+	"github.com/skiprange/skiprange/overlay/pb"
 	"github.com/skiprange/skiprange/testnet/workload"
 )
 
@@ -113,4 +114,59 @@ func ownerByRange(t *testing.T, nw *Network, k overlay.Key) *node.Node {
 		t.Fatalf("key %x: no owner", k)
 	}
 	return owner
+}
+
+// Between the flip at a NIX's giver and the commit at its receiver, a routed query for a key of
+// the piece waits at the receiver; direct reads must be counted there too, not at the giver, whose
+// start still says the key is in its range but which has handed the key's load over already.
+func TestDirectReadsFollowPiecesInFlight(t *testing.T) {
+	cfg := DefaultConfig()
+	h := build(t, cfg, 6)
+	keys := make([]overlay.Key, 600)
+	items := make([]overlay.Item, len(keys))
+	for i := range keys {
+		keys[i] = overlay.Uint64Key(uint64(i)*1500 + 7)
+		items[i] = overlay.Item{Key: keys[i], Value: []byte("v")}
+	}
+	h.Do(h.RandomOwner(), func(n *node.Node) uint64 { return n.PutBatch(items) }, func(overlay.Result) {})
+	nw := h.Net
+	nw.RunWhile(func() bool { return h.Pending() > 0 }, nw.Now()+1000*time.Second)
+
+	// The giver is an owner whose range holds ten keys or more and does not wrap; the piece is its
+	// upper half, given to its successor.
+	var giver, receiver *node.Node
+	var split overlay.Key
+	owners := nw.owners()
+	for i, s := range owners[:len(owners)-1] {
+		var mine []overlay.Key
+		_ = s.node.Store().Ascend(s.node.Range(), func(k overlay.Key, _ []byte) bool { mine = append(mine, k); return true })
+		if len(mine) >= 10 && s.node.Range().Start < s.node.Range().End {
+			giver, receiver, split = s.node, owners[i+1].node, mine[len(mine)/2]
+			break
+		}
+	}
+	if giver == nil {
+		t.Fatal("no owner with ten keys")
+	}
+	if err := giver.GiveNIX(true, split, pb.Cause_CAUSE_BALANCE, func(bool, int) {}); err != nil {
+		t.Fatal(err)
+	}
+	inFlight := func() bool {
+		return !giver.Responsible(split) && receiver.Responsible(split) && receiver.Self().Start > split
+	}
+	nw.RunWhile(func() bool { return !inFlight() }, nw.Now()+100*time.Second)
+	if !inFlight() {
+		t.Fatal("the piece was never seen between the flip and the commit")
+	}
+	d := newDirectReads(keys, cfg.Node.Balance.Window, cfg.Node.Balance.Slots, nw.epoch)
+	d.add(nw.Now(), workload.Query{Start: split, End: split + "\x00", Keys: 1})
+	d.flush(nw, nil)
+	now := nw.epoch.Add(nw.Now())
+	if g, r := giver.Balancer.Tracker().KeyLoad(split, now), receiver.Balancer.Tracker().KeyLoad(split, now); g != 0 || r == 0 {
+		t.Fatalf("read counted at the giver: %v, at the receiver: %v; want it at the receiver only", g, r)
+	}
+	nw.RunFor(100 * time.Second)
+	if rep := nw.Check(); !rep.OK() {
+		t.Fatalf("after the NIX: %s", rep)
+	}
 }
