@@ -43,8 +43,8 @@ Queries are client range scans sent from random nodes and routed hop by hop, so 
 about queries x hops x keys read. --queries direct counts each query's reads at its keys'
 owners at once and only traces its route (from a minute before the balancers start) so that
 SmartUNL's hints travel as before: at 500 nodes the results are those of routed queries within
-the seeds' spread, at a quarter of the wall time, and 50,000 nodes become affordable
-(docs/RESULTS.md, scale).
+the seeds' spread, in a fifth of the wall time or less, and 50,000 nodes can be run at all (in
+76 minutes: docs/RESULTS.md, "Direct queries").
 
 Ctrl-C (or SIGTERM) ends a long run at the next simulated second: the run is checked and its
 result printed (and written) as at a normal end, marked interrupted, and the exit status is 1.
