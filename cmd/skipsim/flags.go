@@ -170,7 +170,7 @@ type runFlags struct {
 func defaultRunFlags(keys int) runFlags {
 	return runFlags{nodes: 500, keys: keys, rate: 250, duration: 4000 * time.Second,
 		warmup: 700 * time.Second, stopAfter: 100 * time.Second, requestTimeout: queryTimeout,
-		queries: "routed", joinInterval: 50 * time.Millisecond}
+		queries: "routed", joinInterval: sim.DefaultJoinInterval}
 }
 
 func (r *runFlags) register(fs *flag.FlagSet, keysUsage string) {

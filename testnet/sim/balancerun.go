@@ -31,7 +31,8 @@ type BalanceParams struct {
 	// Queries says how queries reach the nodes: routed hop by hop (the default) or counted
 	// directly at their keys' owners (QueryModel).
 	Queries QueryModel
-	// JoinInterval is the mean time between two joins while the overlay is built (0: 50 ms).
+	// JoinInterval is the mean time between two joins while the overlay is built (0:
+	// DefaultJoinInterval).
 	JoinInterval time.Duration
 	// Duration bounds the run; Warmup is when the balancers start.
 	Duration, Warmup time.Duration
@@ -210,7 +211,7 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 
 	joinInterval := p.JoinInterval
 	if joinInterval == 0 {
-		joinInterval = 50 * time.Millisecond
+		joinInterval = DefaultJoinInterval
 	}
 	err = h.Build(p.Nodes, joinInterval, true,
 		func(i int) overlay.Key { return keys[i*len(keys)/p.Nodes] },
@@ -325,14 +326,14 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 			nextQuery += arrivals.Next(rng)
 		}
 		nw.RunUntil(t0 + t + time.Second)
+		now := t + time.Second
 		if direct != nil {
 			var origin func() overlay.NodeID
-			if now := t + time.Second; now > p.Warmup-traceLead {
+			if now > p.Warmup-traceLead {
 				origin = h.randomOwner
 			}
 			direct.flush(nw, origin)
 		}
-		now := t + time.Second
 		phase := "warm-up"
 		if started {
 			phase = "balancing"
@@ -514,6 +515,9 @@ func maxMean(xs []float64) float64 {
 	}
 	return 0
 }
+
+// DefaultJoinInterval is the mean time between two joins while a balancing run builds its overlay.
+const DefaultJoinInterval = 50 * time.Millisecond
 
 // endSettleLimit bounds the wait for the structure to be quiet after a balancing run.
 const endSettleLimit = 3000 * time.Second

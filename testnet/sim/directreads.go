@@ -26,11 +26,12 @@ const (
 	// nodes that serve it count its reads in their load. Every message is simulated, so the cost
 	// of a run grows with queries × hops × keys read.
 	QueriesRouted QueryModel = iota
-	// QueriesDirect counts each query's reads in the load of the owners of its keys at once,
-	// from the simulator's global view, without messages: the same arrivals, ranges and per-key
-	// loads as routed queries, at a cost per key read. No hints ride on queries (SmartUNL then
-	// probes at random when its cache is empty) and no reads are counted twice by retries. It is
-	// what makes 50,000-node balancing runs affordable (RESULTS.md, scale).
+	// QueriesDirect counts each query's reads in the load of the nodes responsible for its keys
+	// at once, from the simulator's global view, without messages: the same arrivals, ranges and
+	// per-key loads as routed queries, at a cost per key read. From traceLead before the balancers
+	// start, each query's route is traced through the nodes' own routing decisions so that
+	// SmartUNL's hints travel as on routed queries; no read is counted twice by a retry. It is
+	// what lets 50,000-node balancing runs be done at all (RESULTS.md, "Direct queries").
 	QueriesDirect
 )
 
