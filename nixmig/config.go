@@ -63,9 +63,11 @@ type Config struct {
 	// Headroom is the share of Thres the nodes of a wave try to keep free: a node that would
 	// end the NIX chain above Keep = (1−Headroom)·Thres passes the excess on if the wave can
 	// go on, and every NIX moves a node down to Keep. A wave still ends at a node that stays at
-	// or under Thres, and only a node above Thres starts one or calls migrants. Without it (0,
-	// the thesis's rule) the NIX chain fills nodes to just under thres, where the noise of the
-	// measured load keeps pushing some of them over again.
+	// or under Thres, and only a node above Thres starts one; but an end node above Keep uses
+	// the migrants its remote wave found, and only a node under Keep offers itself as M (in
+	// its hints and when asked), since one between Keep and Thres has no room to give. Without
+	// it (0, the thesis's rule) the NIX chain fills nodes to just under thres, where the noise
+	// of the measured load keeps pushing some of them over again.
 	Headroom float64
 	// Window and Slots: the load tracker's sliding window and its resolution.
 	Window time.Duration

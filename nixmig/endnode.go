@@ -157,7 +157,7 @@ func (b *Balancer) onRemoteLock(from overlay.Peer, wave uint64, r *pb.RemoteLock
 	// still gets a bounded lease.
 	lease := b.cfg.LockLease() * time.Duration(min(r.Want+2, MaxLeaseFactor))
 	if r.M == nil {
-		if !b.idle() || l >= b.cfg.Thres || end == b.sg.ID() {
+		if !b.idle() || l >= b.cfg.Keep() || end == b.sg.ID() {
 			b.send(end, wave, &pb.RemoteReply{Reason: "candidate not idle or not underloaded"})
 			return
 		}
@@ -168,7 +168,7 @@ func (b *Balancer) onRemoteLock(from overlay.Peer, wave uint64, r *pb.RemoteLock
 			b.send(end, wave, &pb.RemoteReply{M: self})
 			return
 		}
-		b.send(succ.ID, wave, &pb.RemoteLock{End: r.End, Want: r.Want, AccLoad: l, MThres: b.cfg.Thres, M: self, AccItems: uint64(b.store.Len())})
+		b.send(succ.ID, wave, &pb.RemoteLock{End: r.End, Want: r.Want, AccLoad: l, MThres: b.cfg.Keep(), M: self, AccItems: uint64(b.store.Len())})
 		return
 	}
 	reply := &pb.RemoteReply{M: r.M, Migrants: r.Migrants}
@@ -362,7 +362,7 @@ func (b *Balancer) migPhase(e *endState) {
 	b.renew(e.wave, b.cfg.LockLease())
 	r := len(e.migrants)
 	l := b.load.Load(b.env.Now())
-	if r == 0 || l <= b.cfg.Thres {
+	if r == 0 || l <= b.cfg.Keep() {
 		b.finishEnd(e, true)
 		return
 	}

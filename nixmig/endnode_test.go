@@ -238,3 +238,79 @@ func TestHintsRankedBySuccessorItems(t *testing.T) {
 		}
 	}
 }
+
+// loadedNode returns a lone node storing twelve keys that carry load between them (one window's
+// worth of hits each).
+func loadedNode(t *testing.T, id overlay.NodeID, cfg Config, load float64) (*recordingEnv, *Balancer) {
+	t.Helper()
+	const keys = 12
+	st := store.NewMemory()
+	for i := range keys {
+		if err := st.Put(overlay.Uint64Key(uint64(i)), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env, b := loneNode(t, id, st, cfg)
+	hits := uint32(load / keys * b.load.Window().Seconds())
+	for i := range keys {
+		b.load.HitN(overlay.Uint64Key(uint64(i)), env.now, hits)
+	}
+	if got := b.Load(); got < load-1 || got > load+0.01 {
+		t.Fatalf("set-up: load %v, want about %v", got, load)
+	}
+	return env, b
+}
+
+// TestRemoteWaveKeepsHeadroom: a node over keep (thres less the headroom) but under thres has no
+// room a migrant's range could use, so it neither offers itself as M in the hints it adds to
+// relayed messages nor accepts to be M; as an end node it still calls the migrants its remote
+// wave found rather than keeping a load at thres, where the noise of its measured load puts it
+// over again. With no headroom (the thesis's rule) keep is thres and all three go as before.
+func TestRemoteWaveKeepsHeadroom(t *testing.T) {
+	const wave = 7
+	noHeadroom := DefaultConfig()
+	noHeadroom.Headroom = 0
+	for _, c := range []struct {
+		name        string
+		cfg         Config
+		load        float64
+		wantOffered bool
+	}{
+		{"under keep", DefaultConfig(), 50, true},
+		{"between keep and thres", DefaultConfig(), 58.5, false},
+		{"between keep and thres, no headroom", noHeadroom, 58.5, true},
+	} {
+		// Hints: the node adds itself to a relayed route only when it would accept being M.
+		_, b := loadedNode(t, "h", c.cfg, c.load)
+		route := &pb.Route{}
+		b.Relayed(route)
+		if offered := len(route.Hints) == 1; offered != c.wantOffered {
+			t.Errorf("%s: hint added %v, want %v", c.name, offered, c.wantOffered)
+		}
+
+		// M: the first remote lock of a wave.
+		env, b := loadedNode(t, "m", c.cfg, c.load)
+		b.onRemoteLock(overlay.Peer{ID: "e"}, wave, &pb.RemoteLock{End: &pb.NodeRef{Id: []byte("e")}, Want: 0})
+		var reply *pb.RemoteReply
+		for _, s := range env.sent {
+			if r := s.m.GetBalance().GetRemoteReply(); r != nil {
+				reply = r
+			}
+		}
+		if accepted := reply != nil && reply.M != nil; reply == nil || accepted != c.wantOffered {
+			t.Errorf("%s: remote reply %v, want M accepted %v", c.name, reply, c.wantOffered)
+		}
+
+		// End node: the MIG phase with one migrant found.
+		env, b = loadedNode(t, "e", c.cfg, c.load)
+		b.lockFor(wave, roleChain, c.cfg.LockLease())
+		e := &endState{wave: wave, dir: pb.Side_SIDE_SUCC, chain: []overlay.Peer{b.sg.Self()}, tmpL: c.load, exNodes: 1,
+			m: overlay.Peer{ID: "m"}, migrants: []overlay.Peer{{ID: "g", Start: "g"}}, chainDone: true}
+		b.end = e
+		b.migPhase(e)
+		ordered := env.count(func(m *pb.Balance) bool { return m.GetMigOrder() != nil }) == 1
+		if wantOrder := c.load > c.cfg.Keep(); ordered != wantOrder {
+			t.Errorf("%s: migrant ordered %v, want %v", c.name, ordered, wantOrder)
+		}
+	}
+}

@@ -3215,9 +3215,11 @@ type RemoteLock struct {
 	End      *NodeRef               `protobuf:"bytes,1,opt,name=end,proto3" json:"end,omitempty"`
 	Want     uint32                 `protobuf:"varint,2,opt,name=want,proto3" json:"want,omitempty"`
 	Migrants []*NodeRef             `protobuf:"bytes,3,rep,name=migrants,proto3" json:"migrants,omitempty"`
-	AccLoad  float64                `protobuf:"fixed64,4,opt,name=acc_load,json=accLoad,proto3" json:"acc_load,omitempty"`
-	MThres   float64                `protobuf:"fixed64,5,opt,name=m_thres,json=mThres,proto3" json:"m_thres,omitempty"`
-	M        *NodeRef               `protobuf:"bytes,6,opt,name=m,proto3" json:"m,omitempty"`
+	// Load of M and the migrants reserved so far, and the load M must stay under when it takes
+	// their ranges (M's keep: its thres less its headroom).
+	AccLoad float64  `protobuf:"fixed64,4,opt,name=acc_load,json=accLoad,proto3" json:"acc_load,omitempty"`
+	MThres  float64  `protobuf:"fixed64,5,opt,name=m_thres,json=mThres,proto3" json:"m_thres,omitempty"`
+	M       *NodeRef `protobuf:"bytes,6,opt,name=m,proto3" json:"m,omitempty"`
 	// Items stored by M and by the migrants reserved before: a node holding more does not migrate
 	// onto them (unless the thesis's rule is asked for).
 	AccItems      uint64 `protobuf:"varint,7,opt,name=acc_items,json=accItems,proto3" json:"acc_items,omitempty"`
