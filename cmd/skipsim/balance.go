@@ -44,7 +44,7 @@ about queries x hops x keys read. --queries direct counts each query's reads at 
 owners at once and only traces its route (from a minute before the balancers start) so that
 SmartUNL's hints travel as before: at 500 nodes the results are those of routed queries within
 the seeds' spread, in a fifth of the wall time or less, and 50,000 nodes can be run at all (in
-76 minutes: docs/RESULTS.md, "Direct queries").
+about an hour: docs/RESULTS.md, "Direct queries" and "The remote wave keeps the headroom").
 
 Ctrl-C (or SIGTERM) ends a long run at the next simulated second: the run is checked and its
 result printed (and written) as at a normal end, marked interrupted, and the exit status is 1.
