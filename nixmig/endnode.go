@@ -149,6 +149,10 @@ func (b *Balancer) remoteLock(e *endState, m overlay.Peer) {
 // before it does not migrate onto them (unless Config.FaithfulMigrants).
 const migrantSizeRatio = 4
 
+// hasRoom reports whether a node with load l can be M (and says so in its hints): it must be
+// under keep, not merely under thres — one between the two has no room for a migrant's range.
+func (b *Balancer) hasRoom(l float64) bool { return l < b.cfg.Keep() }
+
 // onRemoteLock reserves this node as M (first request) or as a migrant after M.
 func (b *Balancer) onRemoteLock(from overlay.Peer, wave uint64, r *pb.RemoteLock) {
 	end := overlay.NodeID(r.End.Id)
@@ -157,7 +161,7 @@ func (b *Balancer) onRemoteLock(from overlay.Peer, wave uint64, r *pb.RemoteLock
 	// still gets a bounded lease.
 	lease := b.cfg.LockLease() * time.Duration(min(r.Want+2, MaxLeaseFactor))
 	if r.M == nil {
-		if !b.idle() || l >= b.cfg.Keep() || end == b.sg.ID() {
+		if !b.idle() || !b.hasRoom(l) || end == b.sg.ID() {
 			b.send(end, wave, &pb.RemoteReply{Reason: "candidate not idle or not underloaded"})
 			return
 		}

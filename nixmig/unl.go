@@ -178,8 +178,7 @@ func (c *hintCache) best(now time.Time, skip func(overlay.NodeID) bool) (overlay
 }
 
 // Relayed merges the load hints a routed client message carries into the cache and, when this
-// node is underloaded and idle, puts itself on the message (SPEC §7.1). Underloaded means under
-// keep here, as for accepting to be M: a node between keep and thres has no room to offer.
+// node is idle and has room to be M (hasRoom), puts itself on the message (SPEC §7.1).
 func (b *Balancer) Relayed(r *pb.Route) {
 	if !b.cfg.SmartUNL || (b.cfg.Algorithm != NIXMIG && b.cfg.Algorithm != MIGOnly) {
 		return
@@ -195,7 +194,7 @@ func (b *Balancer) Relayed(r *pb.Route) {
 	}
 	now := b.env.Now()
 	l := b.load.Load(now)
-	if l >= b.cfg.Keep() || !b.idle() {
+	if !b.hasRoom(l) || !b.idle() {
 		return
 	}
 	own := &pb.LoadHint{Node: b.sg.Self().ToPB(), Load: l, Thres: b.cfg.Thres, At: now.UnixNano()}
