@@ -112,14 +112,16 @@ func (d *directReads) flush(nw *Network, origin func() overlay.NodeID) {
 // every node it passes (skipgraph's TraceHop), and returns the node where it ended (nil if it
 // would have been lost). A route longer than the hop limit, which the nodes enforce on routed
 // messages, cannot come about; maxTraceHops only guards this loop.
-func trace(nw *Network, from overlay.NodeID, key overlay.Key) *simNode {
+func trace(nw *Network, origin overlay.NodeID, key overlay.Key) *simNode {
 	r := &pb.Route{Key: []byte(key)}
-	at := nw.nodes[from]
+	at := nw.nodes[origin]
+	var from overlay.Peer
 	for range maxTraceHops {
-		next, ok := at.node.TraceHop(r)
+		next, ok := at.node.TraceHop(r, from)
 		if !ok {
 			return at
 		}
+		from = at.node.Self()
 		if at = nw.nodes[next]; at == nil || !at.alive {
 			return nil
 		}
