@@ -95,10 +95,10 @@ type maintainState struct {
 	// take-over stops at such a node if it lies before the next successor (joinedBefore).
 	// Cleared whenever the successor answers.
 	beyondPreds map[overlay.NodeID]overlay.Peer
-	// succItems is what the level-0 successor last said it stores (succItemsOf names it): the
+	// succItems is what the level-0 successor last said it stores (succItemsOf is it): the
 	// items lost with it if it fails, and what its leave would move (SuccessorItems).
 	succItems   int
-	succItemsOf overlay.NodeID
+	succItemsOf overlay.Peer
 	formerCalls map[overlay.NodeID]int
 	// recent are the last nodes heard from in level scans, remembered too when the node finds
 	// itself alone: its links may all have been dead while they were not.
@@ -270,7 +270,7 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 		return
 	}
 	if from.ID == n.levels[0].succ.ID {
-		n.maintain.succItems, n.maintain.succItemsOf = int(p.Items), from.ID
+		n.maintain.succItems, n.maintain.succItemsOf = int(p.Items), from
 	}
 	n.checkConfirmed(from, p)
 	if from.ID == n.levels[0].succ.ID {
@@ -517,7 +517,7 @@ func (n *Node) linksFailed(id overlay.NodeID, keep uint64) {
 			})
 			n.Stats.RangesLost++
 			items := 0
-			if n.maintain.succItemsOf == id {
+			if n.maintain.succItemsOf.ID == id {
 				items = n.maintain.succItems
 			}
 			if didAdopt {
@@ -1060,7 +1060,7 @@ func (n *Node) onNeighborUpdate(from overlay.Peer, u *pb.NeighborUpdate) {
 // SuccessorItems reports how many items the level-0 successor said it stores in its last answer
 // to a ping; false when the successor has not answered one since it became the successor.
 func (n *Node) SuccessorItems() (int, bool) {
-	if !n.Owns() || n.maintain.succItemsOf != n.levels[0].succ.ID || n.levels[0].succ.ID == n.self.ID {
+	if s := n.levels[0].succ; !n.Owns() || !n.maintain.succItemsOf.SameNode(s) || n.isSelf(s) {
 		return 0, false
 	}
 	return n.maintain.succItems, true

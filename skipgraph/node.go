@@ -199,12 +199,14 @@ func (n *Node) end() overlay.Key {
 		return n.self.Start // owns nothing (not joined yet, or gone)
 	}
 	s := n.levels[0].succ
-	// Membership vectors first: they sit in the link itself, an identity's bytes elsewhere.
-	if s.MVec == n.self.MVec && s.ID == n.self.ID {
+	if n.isSelf(s) {
 		return n.self.Start
 	}
 	return s.Start
 }
+
+// isSelf reports whether p names this node.
+func (n *Node) isSelf(p overlay.Peer) bool { return p.SameNode(n.self) }
 
 // Responsible reports whether the node is the one holder of key k: it owns k, or it has
 // acknowledged a piece holding k whose giver may already have flipped ownership to it.
@@ -297,7 +299,7 @@ func (n *Node) Accept(from overlay.NodeID, m *pb.Envelope) (overlay.Peer, bool) 
 	n.observeClock(m.Clock)
 	n.learn(sender)
 	n.maintain.heardFrom(sender.ID)
-	if sender.ID != n.self.ID {
+	if !n.isSelf(sender) {
 		n.heardAny = n.env.Now()
 	}
 	if len(n.levels) > 0 && sender.ID == n.levels[0].pred.ID {
@@ -403,7 +405,7 @@ func (c *senderCache) decode(r *pb.NodeRef) overlay.Peer {
 // without its state, which is handled as a failure (the new incarnation is a stranger until it
 // joins).
 func (n *Node) learn(p overlay.Peer) {
-	if (p.MVec == n.self.MVec && p.ID == n.self.ID) || !n.Owns() {
+	if n.isSelf(p) || !n.Owns() {
 		return
 	}
 	stale := false

@@ -94,7 +94,7 @@ func (n *Node) mayBeReplaced() bool {
 		return true
 	}
 	pred := n.levels[0].pred
-	if pred.ID == n.self.ID {
+	if n.isSelf(pred) {
 		return false
 	}
 	limit := n.silenceLimit()

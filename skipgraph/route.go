@@ -69,9 +69,9 @@ func (n *Node) nextHop(r *pb.Route) (hop, overlay.NodeID) {
 	}
 	behind := r.WalkCcw ||
 		(r.HasPrev && overlay.StrictlyBetween(overlay.Key(r.PrevStart), k, n.self.Start)) ||
-		(!pred.IsZero() && pred.ID != n.self.ID && (overlay.Range{Start: pred.Start, End: n.self.Start}).Contains(k))
+		(!pred.IsZero() && !n.isSelf(pred) && (overlay.Range{Start: pred.Start, End: n.self.Start}).Contains(k))
 	if behind {
-		if pred.IsZero() || pred.ID == n.self.ID {
+		if pred.IsZero() || n.isSelf(pred) {
 			n.Stats.Undeliver++
 			return hopDrop, ""
 		}
@@ -114,7 +114,7 @@ func (n *Node) joinerBehind(key overlay.Key) (overlay.Peer, bool) {
 	if pred.IsZero() {
 		pred = x.from // above its giver, the giver is its predecessor
 	}
-	if pred.IsZero() || pred.ID == n.self.ID || !(overlay.Range{Start: pred.Start, End: x.piece.Start}).Contains(key) {
+	if pred.IsZero() || n.isSelf(pred) || !(overlay.Range{Start: pred.Start, End: x.piece.Start}).Contains(key) {
 		return overlay.Peer{}, false
 	}
 	return pred, true
@@ -132,7 +132,7 @@ func (n *Node) closestFollowing(k overlay.Key) overlay.Peer {
 	var bestAt overlay.Position
 	exact := false // best starts at k itself: nothing is nearer
 	consider := func(p *overlay.Peer) {
-		if exact || p.IsZero() || (p.MVec == n.self.MVec && p.ID == n.self.ID) {
+		if exact || p.IsZero() || n.isSelf(*p) {
 			return
 		}
 		if p.Start == k {
@@ -165,7 +165,7 @@ func (n *Node) closestPreceding(k overlay.Key) overlay.Peer {
 	var best *overlay.Peer
 	var bestAt overlay.Position
 	consider := func(p *overlay.Peer) {
-		if p.IsZero() || (p.MVec == n.self.MVec && p.ID == n.self.ID) {
+		if p.IsZero() || n.isSelf(*p) {
 			return
 		}
 		at := cw.OfPeer(p)
