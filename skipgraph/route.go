@@ -24,10 +24,11 @@ const (
 // them corrects one (every message carries its sender's start) or the hop limit ends the route.
 // It updates r's routing fields for the hop it returns.
 func (n *Node) nextHop(r *pb.Route) (hop, overlay.NodeID) {
-	if n.in != nil && n.in.acked && n.in.piece.Contains(overlay.Key(r.Key)) && !(n.Owns() && n.Range().Contains(overlay.Key(r.Key))) {
+	k := overlay.Key(r.Key)
+	if n.in != nil && n.in.acked && n.in.piece.Contains(k) && !(n.Owns() && n.Range().Contains(k)) {
 		return hopHold, ""
 	}
-	if pred, ok := n.joinerBehind(overlay.Key(r.Key)); ok {
+	if pred, ok := n.joinerBehind(k); ok {
 		r.WalkCcw = true
 		r.PrevStart, r.HasPrev = []byte(n.in.piece.Start), true
 		r.Hops++
@@ -42,7 +43,6 @@ func (n *Node) nextHop(r *pb.Route) (hop, overlay.NodeID) {
 	if !n.Owns() {
 		return hopDrop, ""
 	}
-	k := overlay.Key(r.Key)
 	if n.Range().Contains(k) {
 		if n.mayBeReplaced() {
 			return hopHold, ""
