@@ -108,7 +108,7 @@ func (d *directReads) flush(nw *Network, origin func() overlay.NodeID) {
 	d.pending = d.pending[:0]
 }
 
-// trace takes a client message's route to key from node from without messages, showing it to
+// trace takes a client message's route to key from node origin without messages, showing it to
 // every node it passes (skipgraph's TraceHop), and returns the node where it ended (nil if it
 // would have been lost). A route longer than the hop limit, which the nodes enforce on routed
 // messages, cannot come about; maxTraceHops only guards this loop.
