@@ -44,7 +44,10 @@ about queries x hops x keys read. --queries direct counts each query's reads at 
 owners at once and only traces its route (from a minute before the balancers start) so that
 SmartUNL's hints travel as before: at 500 nodes the results are those of routed queries within
 the seeds' spread, in a fifth of the wall time or less, and 50,000 nodes can be run at all (in
-about an hour: docs/RESULTS.md, "Direct queries" and "The remote wave keeps the headroom").
+about 50 minutes: docs/RESULTS.md, "Direct queries" and "Routes that went round in circles").
+
+Progress goes to stderr (--quiet silences it); while the balancers run it shows how many nodes
+are still over thres.
 
 Ctrl-C (or SIGTERM) ends a long run at the next simulated second: the run is checked and its
 result printed (and written) as at a normal end, marked interrupted, and the exit status is 1.
@@ -139,6 +142,7 @@ func runBalance(args []string, stdout, stderr io.Writer) error {
 	}
 	stopSignals := interruptible(&p, stderr)
 	bar := newProgress(stderr, f.quiet)
+	p.Overloaded = func(nodes int) { bar.setDetail(fmt.Sprintf("%d nodes over thres", nodes)) }
 	res, err := sim.RunBalance(p, bar.update)
 	bar.finish()
 	stopSignals()

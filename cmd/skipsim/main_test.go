@@ -290,3 +290,21 @@ func TestProgressGoesToStderr(t *testing.T) {
 		t.Errorf("progress on stdout:\n%s", stdout)
 	}
 }
+
+// TestProgressDetail: a phase's lines show what the run says of it (a balancing run: the nodes
+// over thres) after the time, and a new phase starts without it.
+func TestProgressDetail(t *testing.T) {
+	var out strings.Builder
+	bar := newProgress(&out, false)
+	bar.update("balancing", 1, 10)
+	bar.setDetail("7 nodes over thres")
+	bar.update("balancing", 10, 10) // the last step of a phase always prints
+	bar.update("check", 0, 1)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("got %d lines, want 3:\n%s", len(lines), out.String())
+	}
+	if strings.Contains(lines[0], "over thres") || !strings.HasSuffix(lines[1], ", 7 nodes over thres") || strings.Contains(lines[2], "over thres") {
+		t.Errorf("progress lines:\n%s", out.String())
+	}
+}

@@ -14,6 +14,7 @@ type progress struct {
 	tty     bool
 	off     bool
 	phase   string
+	detail  string // what the run says of its phase (set after the phase began), shown after the time
 	last    time.Time
 	started time.Time
 }
@@ -34,6 +35,9 @@ func (p *progress) update(phase string, done, total int) {
 	}
 	now := time.Now()
 	newPhase := phase != p.phase
+	if newPhase {
+		p.detail = ""
+	}
 	if newPhase && p.phase != "" && p.tty {
 		fmt.Fprintln(p.w)
 	}
@@ -53,12 +57,19 @@ func (p *progress) update(phase string, done, total int) {
 	if p.tty {
 		const width = 30
 		filled := int(frac * width)
-		fmt.Fprintf(p.w, "\r%-18s [%s%s] %5.1f%% %d/%d  %s ", phase,
-			strings.Repeat("█", filled), strings.Repeat("░", width-filled), 100*frac, done, total, elapsed)
+		fmt.Fprintf(p.w, "\r%-18s [%s%s] %5.1f%% %d/%d  %s  %-20s", phase,
+			strings.Repeat("█", filled), strings.Repeat("░", width-filled), 100*frac, done, total, elapsed, p.detail)
 		return
 	}
-	fmt.Fprintf(p.w, "%s: %d/%d (%.0f%%) after %s\n", phase, done, total, 100*frac, elapsed)
+	line := fmt.Sprintf("%s: %d/%d (%.0f%%) after %s", phase, done, total, 100*frac, elapsed)
+	if p.detail != "" {
+		line += ", " + p.detail
+	}
+	fmt.Fprintln(p.w, line)
 }
+
+// setDetail sets what the lines of the current phase show after the time.
+func (p *progress) setDetail(detail string) { p.detail = detail }
 
 func (p *progress) finish() {
 	if !p.off && p.tty && p.phase != "" {

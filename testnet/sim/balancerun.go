@@ -50,6 +50,9 @@ type BalanceParams struct {
 	// there, as if Duration ran out (a user's Ctrl-C), and the result says so. The run up to
 	// that second is the same as uninterrupted.
 	Interrupted func() bool
+	// Overloaded, when not nil, hears after every simulated second of balancing how many nodes
+	// are at or over their thres (the progress line shows it).
+	Overloaded func(nodes int)
 }
 
 // Sample is one point of the metric series of a balancing run.
@@ -373,6 +376,9 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 			}
 		}
 		loads, over := loadsNow()
+		if p.Overloaded != nil {
+			p.Overloaded(over)
+		}
 		if !res.Completed && over == 0 {
 			res.Completed, res.CompletionTime = true, (now - p.Warmup).Seconds()
 			if p.StopAfter > 0 && t0+now+p.StopAfter < end {

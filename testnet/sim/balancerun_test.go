@@ -151,3 +151,31 @@ func TestBalanceDirectQueries(t *testing.T) {
 		t.Fatal("no UNL hit: the traced routes carried no hints")
 	}
 }
+
+// TestBalanceReportsOverloaded: the run tells Overloaded, every second of balancing, the count
+// of nodes over thres that its samples record.
+func TestBalanceReportsOverloaded(t *testing.T) {
+	w, err := workload.NewPulse(5000, 100, 0.10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := smallBalance(nixmig.NIXMIG, w, 1)
+	var heard []int
+	p.Overloaded = func(nodes int) { heard = append(heard, nodes) }
+	res, err := RunBalance(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(heard) == 0 || heard[0] == 0 {
+		t.Fatalf("heard %v: nothing, or no node over thres at the start", heard)
+	}
+	for _, s := range res.Series {
+		i := int(s.T - p.Warmup.Seconds()) // the first second heard is the one that ends the warm-up
+		if i < 0 || i >= len(heard) {
+			continue
+		}
+		if heard[i] != s.Overloaded {
+			t.Fatalf("at %.0f s heard %d nodes over thres, the sample says %d", s.T, heard[i], s.Overloaded)
+		}
+	}
+}
