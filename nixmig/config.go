@@ -168,7 +168,11 @@ func (c Config) Faithful() Config {
 }
 
 // Keep is the load the nodes of a wave try to stay under: Thres less the headroom.
-func (c Config) Keep() float64 { return c.Thres * (1 - c.Headroom) }
+func (c Config) Keep() float64 { return c.KeepFor(c.Thres) }
+
+// KeepFor is keep for a node of the given thres: the headroom is the network's, thresholds may
+// differ from node to node.
+func (c Config) KeepFor(thres float64) float64 { return thres * (1 - c.Headroom) }
 
 // Validate reports the first unusable parameter.
 func (c Config) Validate() error {

@@ -127,7 +127,8 @@ func (b *Balancer) onProbeReply(from overlay.Peer, wave uint64, r *pb.ProbeReply
 	if e == nil || e.wave != wave || e.m.ID != "" || e.migrants != nil {
 		return // not this wave's, a candidate already asked, or the search is over
 	}
-	if r.Idle && r.Load < r.Thres && !e.involves(from.ID) {
+	// A candidate needs room, as for its own hints (hasRoom): under its keep, not merely its thres.
+	if r.Idle && r.Load < b.cfg.KeepFor(r.Thres) && !e.involves(from.ID) {
 		b.remoteLock(e, from)
 		return
 	}

@@ -263,7 +263,7 @@ func loadedNode(t *testing.T, id overlay.NodeID, cfg Config, load float64) (*rec
 
 // TestRemoteWaveKeepsHeadroom: a node over keep (thres less the headroom) but under thres has no
 // room a migrant's range could use, so it neither offers itself as M in the hints it adds to
-// relayed messages nor accepts to be M; as an end node it still calls the migrants its remote
+// relayed messages nor accepts to be M, and an end node that probed it does not ask it; as an end node it still calls the migrants its remote
 // wave found rather than keeping a load at thres, where the noise of its measured load puts it
 // over again. With no headroom (the thesis's rule) keep is thres and all three go as before.
 func TestRemoteWaveKeepsHeadroom(t *testing.T) {
@@ -299,6 +299,15 @@ func TestRemoteWaveKeepsHeadroom(t *testing.T) {
 		}
 		if accepted := reply != nil && reply.M != nil; reply == nil || accepted != c.wantOffered {
 			t.Errorf("%s: remote reply %v, want M accepted %v", c.name, reply, c.wantOffered)
+		}
+
+		// End node seeking M: a probed node's reply makes it a candidate only with room.
+		env, b = loadedNode(t, "e", c.cfg, 300)
+		b.end = &endState{wave: wave, dir: pb.Side_SIDE_SUCC, chain: []overlay.Peer{b.sg.Self()}, exNodes: 1}
+		b.onProbeReply(overlay.Peer{ID: "p"}, wave, &pb.ProbeReply{Load: c.load, Thres: c.cfg.Thres, Idle: true})
+		asked := env.count(func(m *pb.Balance) bool { return m.GetRemoteLock() != nil }) == 1
+		if asked != c.wantOffered {
+			t.Errorf("%s: probed node asked to be M %v, want %v", c.name, asked, c.wantOffered)
 		}
 
 		// End node: the MIG phase with one migrant found.
