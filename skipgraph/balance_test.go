@@ -1479,3 +1479,31 @@ func TestReadReachesJoinerBeforeCommit(t *testing.T) {
 		}
 	}
 }
+
+// TestMigrateAfterTargetLeft: the target left (and is gone) before the migrant, having handed
+// its range on, asks it for a place. The migrant must not ask the gone target for ever: the node
+// that took the migrant's range, alive and in the overlay, introduces it to the owner of the
+// position instead (found by the balancing property test: a migrant joining for ever).
+func TestMigrateAfterTargetLeft(t *testing.T) {
+	nw := fiveNodes(t)
+	if err := nw.nodes["d"].Leave(); err != nil {
+		t.Fatal(err)
+	}
+	nw.advance(time.Minute)
+	if got := nw.nodes["d"].State(); got != StateLeft {
+		t.Fatalf("d is %s, want left", got)
+	}
+	nw.crash("d") // gone: it answers nothing any more
+	b := nw.nodes["b"]
+	if err := b.Migrate("d", k(3500), true); err != nil {
+		t.Fatal(err)
+	}
+	nw.advance(10 * time.Minute)
+	if b.State() != StateActive || !b.Range().Contains(k(3400)) {
+		t.Fatalf("migrant b is %s owning %s, want active next to 3500", b.State(), b.Range())
+	}
+	nw.checkRing()
+	nw.checkReads("a", []int{1000, 1900}, nil) // the migrant's old range
+	nw.checkReads("b", []int{3000, 3400}, nil)
+	nw.checkReads("c", []int{3600}, nil) // the gone target's range went to c
+}

@@ -373,7 +373,14 @@ func (n *Node) rejoin(m *migration) {
 	n.leave.then, n.leave.cause, n.leave.attempts = nil, pb.Cause_CAUSE_UNSPECIFIED, 0
 	n.becomeNew()
 	n.join = joinState{exact: true, below: m.below, cause: pb.Cause_CAUSE_BALANCE}
-	if err := n.Join(m.target, m.split); err != nil {
+	// The node that took this node's range is alive and in the overlay (it committed): it is the
+	// second introducer, for a target that left meanwhile and stopped answering (the migrant
+	// asked it alone for ever, found by the balancing property test).
+	var others []overlay.NodeID
+	if to := n.leave.handedTo; to != "" && to != m.target {
+		others = append(others, to)
+	}
+	if err := n.Join(m.target, m.split, others...); err != nil {
 		n.env.Logger().Warn("migration could not join again", zap.Error(err))
 	}
 }
