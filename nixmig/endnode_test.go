@@ -263,9 +263,9 @@ func loadedNode(t *testing.T, id overlay.NodeID, cfg Config, load float64) (*rec
 
 // TestRemoteWaveKeepsHeadroom: a node over keep (thres less the headroom) but under thres has no
 // room a migrant's range could use, so it neither offers itself as M in the hints it adds to
-// relayed messages nor accepts to be M, and an end node that probed it does not ask it; as an end node it still calls the migrants its remote
-// wave found rather than keeping a load at thres, where the noise of its measured load puts it
-// over again. With no headroom (the thesis's rule) keep is thres and all three go as before.
+// relayed messages nor accepts to be M, and an end node that probed it does not ask it; as an
+// end node it still calls the migrants its remote wave found rather than keeping a load at
+// thres, where the noise of its measured load puts it over again. With no headroom (the thesis's rule) keep is thres and all three go as before.
 func TestRemoteWaveKeepsHeadroom(t *testing.T) {
 	const wave = 7
 	noHeadroom := DefaultConfig()
