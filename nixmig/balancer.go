@@ -153,6 +153,10 @@ func (b *Balancer) Tracker() *LoadTracker { return b.load }
 // Load returns the node's current load.
 func (b *Balancer) Load() float64 { return b.load.Load(b.env.Now()) }
 
+// LoadOf returns the load that a piece's statistics, as handed over with it, would add to this
+// node's now.
+func (b *Balancer) LoadOf(loads []*pb.KeyLoad) float64 { return b.load.LoadOf(loads, b.env.Now()) }
+
 // Locked reports whether a lock holds the node now, and for which wave.
 func (b *Balancer) Locked() (uint64, bool) {
 	if b.lock.wave != 0 && b.env.Now().Before(b.lock.until) {

@@ -333,6 +333,36 @@ func (t *LoadTracker) Import(loads []*pb.KeyLoad, now time.Time) error {
 
 var errEmptyKey = errors.New("empty key")
 
+// LoadOf returns the load at now that statistics produced by Export would add to this tracker if
+// imported now, without importing them (malformed entries count nothing).
+func (t *LoadTracker) LoadOf(loads []*pb.KeyLoad, now time.Time) float64 {
+	cur, f := t.slotOf(now)
+	clock := max(t.total.slot, cur)
+	lo := subSat(clock, t.slots)
+	var a, b uint64
+	for _, e := range loads {
+		if e == nil || int64(len(e.Counts)) > t.slots+1 {
+			continue
+		}
+		newest := min(e.Slot, clock)
+		for i, c := range e.Counts {
+			s := newest - int64(i)
+			if s < lo || s < subSat(cur, t.slots) {
+				break
+			}
+			if s > cur {
+				continue
+			}
+			if cur-s < t.slots {
+				a += uint64(c)
+			} else {
+				b += uint64(c)
+			}
+		}
+	}
+	return t.rate(a, b, f)
+}
+
 // Drop forgets the given keys (deleted items, lost ranges); the node total loses their load.
 func (t *LoadTracker) Drop(keysIn iter.Seq[overlay.Key]) {
 	for k := range keysIn {

@@ -858,3 +858,53 @@ func BenchmarkHit(b *testing.B) {
 		lt.Hit(keys[i%len(keys)], now)
 	}
 }
+
+// TestLoadOfIsWhatImportAdds: the load a piece's statistics would add, read without importing
+// them, is what importing them adds — received at once, later, after part of the window has
+// passed, and by a receiver whose clock is behind the giver's.
+func TestLoadOfIsWhatImportAdds(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	giver := mustTracker(t, 10*time.Second, 10)
+	var keys []overlay.Key
+	for i := range 50 {
+		keys = append(keys, overlay.Uint64Key(uint64(i)))
+	}
+	now := t0
+	for range 20000 {
+		now = now.Add(time.Duration(rng.Int64N(int64(time.Millisecond))))
+		giver.Hit(keys[rng.IntN(len(keys))], now)
+	}
+	loads := giver.Export(overlay.Range{Start: keys[10], End: keys[40]}, seq(keys...), now)
+	if len(loads) == 0 {
+		t.Fatal("nothing exported")
+	}
+	receiver := func(clock time.Time) *LoadTracker {
+		r := mustTracker(t, 10*time.Second, 10)
+		for range 300 {
+			r.Hit(keys[0], clock)
+			r.Hit(keys[20], clock) // a key of the piece, already served here too
+		}
+		return r
+	}
+	for _, c := range []struct{ clock, at time.Time }{
+		{now, now},
+		{now, now.Add(300 * time.Millisecond)},
+		{now, now.Add(2500 * time.Millisecond)},
+		{now, now.Add(9 * time.Second)},
+		{now, now.Add(11 * time.Second)},                       // expired
+		{now.Add(-3 * time.Second), now.Add(-2 * time.Second)}, // the receiver's clock behind
+		{now.Add(-time.Second), now.Add(-500 * time.Millisecond)},
+	} {
+		r := receiver(c.clock)
+		before, predicted := r.Load(c.at), r.LoadOf(loads, c.at)
+		if err := r.Import(loads, c.at); err != nil {
+			t.Fatal(err)
+		}
+		if added := r.Load(c.at) - before; math.Abs(added-predicted) > 1e-9 {
+			t.Errorf("received at %v (clock %v): import added %v, LoadOf said %v", c.at.Sub(now), c.clock.Sub(now), added, predicted)
+		}
+	}
+	if got := mustTracker(t, 10*time.Second, 10).LoadOf(nil, now); got != 0 {
+		t.Errorf("LoadOf(nil) = %v", got)
+	}
+}

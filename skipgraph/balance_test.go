@@ -604,6 +604,18 @@ func TestNIXCommitRepeated(t *testing.T) {
 	if !a.Busy() || done.calls != 1 || !done.ok || c.Busy() {
 		t.Fatalf("receiver busy %v, done %+v", a.Busy(), done)
 	}
+	// The piece is in flight: a runtime measuring load finds it at the giver, addressed to a
+	// receiver that awaits its commit.
+	flipped := func() (n int, awaited bool) {
+		b.FlippedPieces(func(xfer uint64, to overlay.NodeID, _ []*pb.KeyLoad) {
+			n++
+			awaited = to == "a" && a.AwaitingCommit("b", xfer) && !a.AwaitingCommit("c", xfer) && !a.AwaitingCommit("b", xfer+1)
+		})
+		return n, awaited
+	}
+	if n, awaited := flipped(); n != 1 || !awaited {
+		t.Fatalf("in flight: %d pieces, awaited by a %v", n, awaited)
+	}
 	get := a.Get(k(1200))
 	nw.run()
 	for _, r := range nw.envs["a"].results {
@@ -614,6 +626,9 @@ func TestNIXCommitRepeated(t *testing.T) {
 	nw.advanceWith(time.Minute, nw.checkNoOverlap)
 	if done.calls != 1 || !done.ok || done.items != 5 {
 		t.Fatalf("done %+v", done)
+	}
+	if n, _ := flipped(); n != 0 || a.Busy() {
+		t.Fatalf("after the commit: %d pieces in flight, receiver busy %v", n, a.Busy())
 	}
 	if r := nw.envs["a"].result(t, get); r.Status != pb.Status_STATUS_OK || r.Owner != "a" {
 		t.Fatalf("held read: %+v", r)

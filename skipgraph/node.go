@@ -242,6 +242,23 @@ func (n *Node) Busy() bool { return n.out != nil || n.in != nil }
 // stray messages — a process that exits may skip.
 func (n *Node) HandedOver() bool { return n.state == StateLeft && len(n.committing) == 0 }
 
+// FlippedPieces calls f for each piece this node gave whose ownership flipped away from it and
+// whose receiver has not confirmed taking it in, with the transfer's identity, the receiver and
+// the piece's load statistics. Until the receiver's commit, those statistics are counted at
+// neither node: a runtime that measures load over all nodes adds them to the receiver's while
+// the receiver is still AwaitingCommit.
+func (n *Node) FlippedPieces(f func(xfer uint64, to overlay.NodeID, loads []*pb.KeyLoad)) {
+	for _, x := range n.committing {
+		f(x.id, x.to.ID, x.loads)
+	}
+}
+
+// AwaitingCommit reports whether this node has acknowledged transfer xfer from node from and not
+// yet committed it: the piece is its own, but its items and load statistics are not in yet.
+func (n *Node) AwaitingCommit(from overlay.NodeID, xfer uint64) bool {
+	return n.in != nil && n.in.id == xfer && n.in.acked && n.in.from.ID == from
+}
+
 // Store returns the node's item store.
 func (n *Node) Store() overlay.Store { return n.store }
 

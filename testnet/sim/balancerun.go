@@ -270,10 +270,27 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 			}
 		})
 	}
+	// loadsNow gives each node the load of the keys it is responsible for: the ones it owns, and
+	// the pieces flipped to it whose commit (which brings their statistics) has not reached it.
+	// Counting only what trackers hold would let a lump of load vanish for the hop of its
+	// transfer, and a run end while its last lump was on the way.
+	arriving := map[*simNode]float64{}
 	loadsNow := func() (loads []float64, overloaded int) {
+		clear(arriving)
 		for _, s := range nw.order {
-			if s.alive && s.node.Owns() {
-				l := s.node.Balancer.Load()
+			if !s.alive {
+				continue
+			}
+			s.node.FlippedPieces(func(xfer uint64, to overlay.NodeID, stats []*pb.KeyLoad) {
+				if r := nw.nodes[to]; r != nil && r.alive && r.node.AwaitingCommit(s.node.ID(), xfer) {
+					arriving[r] += r.node.Balancer.LoadOf(stats)
+				}
+			})
+		}
+		for _, s := range nw.order {
+			extra, ok := arriving[s]
+			if s.alive && (s.node.Owns() || ok) {
+				l := s.node.Balancer.Load() + extra
 				loads = append(loads, l)
 				if l >= s.node.Balancer.Config().Thres {
 					overloaded++
