@@ -18,6 +18,26 @@ var t0 = time.Unix(1_000_000_000, 0)
 
 func seq(keys ...overlay.Key) iter.Seq[overlay.Key] { return slices.Values(keys) }
 
+// uint64Keys returns the keys 0 … n−1.
+func uint64Keys(n int) []overlay.Key {
+	keys := make([]overlay.Key, n)
+	for i := range keys {
+		keys[i] = overlay.Uint64Key(uint64(i))
+	}
+	return keys
+}
+
+// randomHits records n hits on keys drawn at random, at most maxStep apart from t0 on, and
+// returns the time of the last.
+func randomHits(lt *LoadTracker, keys []overlay.Key, n int, maxStep time.Duration, rng *rand.Rand) time.Time {
+	now := t0
+	for range n {
+		now = now.Add(time.Duration(rng.Int64N(int64(maxStep))))
+		lt.Hit(keys[rng.IntN(len(keys))], now)
+	}
+	return now
+}
+
 func mustTracker(t *testing.T, window time.Duration, slots int) *LoadTracker {
 	t.Helper()
 	lt, err := NewLoadTracker(window, slots)
@@ -761,15 +781,8 @@ func TestSplit(t *testing.T) {
 func TestSplitMatchesLoad(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	lt := mustTracker(t, 6*time.Second, 6)
-	var keys []overlay.Key
-	for i := range 200 {
-		keys = append(keys, overlay.Uint64Key(uint64(i)))
-	}
-	now := t0
-	for range 5000 {
-		now = now.Add(time.Duration(rng.Int64N(int64(2 * time.Millisecond))))
-		lt.Hit(keys[rng.IntN(len(keys))], now)
-	}
+	keys := uint64Keys(200)
+	now := randomHits(lt, keys, 5000, 2*time.Millisecond, rng)
 	at := now.Add(1234567 * time.Microsecond)
 	desc := slices.Clone(keys)
 	slices.Reverse(desc)
@@ -865,15 +878,8 @@ func BenchmarkHit(b *testing.B) {
 func TestLoadOfIsWhatImportAdds(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	giver := mustTracker(t, 10*time.Second, 10)
-	var keys []overlay.Key
-	for i := range 50 {
-		keys = append(keys, overlay.Uint64Key(uint64(i)))
-	}
-	now := t0
-	for range 20000 {
-		now = now.Add(time.Duration(rng.Int64N(int64(time.Millisecond))))
-		giver.Hit(keys[rng.IntN(len(keys))], now)
-	}
+	keys := uint64Keys(50)
+	now := randomHits(giver, keys, 20000, time.Millisecond, rng)
 	loads := giver.Export(overlay.Range{Start: keys[10], End: keys[40]}, seq(keys...), now)
 	if len(loads) == 0 {
 		t.Fatal("nothing exported")
