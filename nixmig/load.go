@@ -347,7 +347,7 @@ func (t *LoadTracker) LoadOf(loads []*pb.KeyLoad, now time.Time) float64 {
 		newest := min(e.Slot, clock)
 		for i, c := range e.Counts {
 			s := newest - int64(i)
-			if s < lo || s < subSat(cur, t.slots) {
+			if s < lo { // lo ≥ cur − slots: older slots are out of the window
 				break
 			}
 			if s > cur {

@@ -2,6 +2,8 @@ package skipgraph
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -246,9 +248,14 @@ func (n *Node) HandedOver() bool { return n.state == StateLeft && len(n.committi
 // whose receiver has not confirmed taking it in, with the transfer's identity, the receiver and
 // the piece's load statistics. Until the receiver's commit, those statistics are counted at
 // neither node: a runtime that measures load over all nodes adds them to the receiver's while
-// the receiver is still AwaitingCommit.
+// the receiver is still AwaitingCommit. Pieces come in the order of their transfer identities,
+// not the map's, so that a runtime summing their loads gets the same sum on every replay.
 func (n *Node) FlippedPieces(f func(xfer uint64, to overlay.NodeID, loads []*pb.KeyLoad)) {
-	for _, x := range n.committing {
+	if len(n.committing) == 0 {
+		return
+	}
+	for _, id := range slices.Sorted(maps.Keys(n.committing)) {
+		x := n.committing[id]
 		f(x.id, x.to.ID, x.loads)
 	}
 }
