@@ -55,7 +55,11 @@ A second Ctrl-C quits at once.
 
 With --out DIR it writes DIR/result.json (as --json), DIR/series.csv (the metrics every --sample),
 DIR/loads.svg (node loads over the key space when balancing starts and at the end) and
-DIR/gini.svg, DIR/overloaded.svg, DIR/traffic.svg (metrics over time).
+DIR/gini.svg, DIR/overloaded.svg, DIR/traffic.svg (metrics over time). With --ring-every T it
+also records every node's load in ring order every T from the warm-up on, into DIR/ring.csv
+(t_s, index, key position of the node's start, load) and DIR/ring.png (the nodes over thres and
+those under 70% of it, by ring index over time): where the lumps of a pulse's tail travel and
+where the nodes with room are.
 
 Examples:
   skipsim balance --workload pulse --width 0.05 --seed 2
@@ -74,6 +78,7 @@ type balanceFlags struct {
 	buckets, rangeKeys, prefix       int
 	words, out                       string
 	window, sample, crashAfter       time.Duration
+	ringEvery                        time.Duration
 	thres, overThres, a, loss, crash float64
 	headroom                         float64
 	ttl                              int
@@ -105,6 +110,7 @@ func (f *balanceFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.rangeKeys, "range-keys", f.rangeKeys, "`keys` per range query (integer workloads)")
 	durationVar(fs, &f.window, "window", "load window `time` (default: as long as --warmup)")
 	durationVar(fs, &f.sample, "sample", "period of the metric series, whole seconds")
+	durationVar(fs, &f.ringEvery, "ring-every", "record every node's load in ring order this often from the warm-up on, whole seconds (DIR/ring.csv and DIR/ring.png with --out, \"ring\" in --json; default none)")
 	fs.Float64Var(&f.thres, "thres", f.thres, "overload threshold in keys served per second")
 	fs.Float64Var(&f.overThres, "over-thres", f.overThres, "above this load only the share --a of the excess moves in one NIX")
 	fs.Float64Var(&f.a, "a", f.a, "share of the excess moved above --over-thres, in (0,1]")
@@ -223,7 +229,7 @@ func (f *balanceFlags) params() (sim.BalanceParams, error) {
 		return p, err
 	}
 	p = newParams(f.runFlags, w)
-	p.Seed, p.Words, p.PrefixLen, p.Sample = f.seed, words, f.prefix, f.sample
+	p.Seed, p.Words, p.PrefixLen, p.Sample, p.RingEvery = f.seed, words, f.prefix, f.sample, f.ringEvery
 	p.SnapshotsAt = []time.Duration{f.warmup}
 	if f.work == "dynamic" {
 		p.SnapshotsAt = append(p.SnapshotsAt, dynamicSnapshots(f.warmup)...)
@@ -286,6 +292,8 @@ func (f *balanceFlags) validate() error {
 		return badUsage("--words needs --workload words")
 	case f.sample <= 0 || f.sample%time.Second != 0:
 		return badUsage("--sample must be a positive whole number of seconds (got %s)", secs(f.sample))
+	case f.ringEvery < 0 || f.ringEvery%time.Second != 0:
+		return badUsage("--ring-every must be a whole number of seconds (got %s)", secs(f.ringEvery))
 	case f.window == 0 && f.warmup == 0:
 		return badUsage("--window must be positive (it defaults to --warmup, which is 0)")
 	}
@@ -405,6 +413,14 @@ func writeBalance(dir string, doc balanceDoc, p sim.BalanceParams) error {
 		return err
 	}
 	title := fmt.Sprintf("%s on %s, %d nodes, seed %d", doc.Result.Algorithm, doc.Workload, p.Nodes, p.Seed)
+	if len(doc.Result.Ring) > 0 {
+		if err := ringTable(doc.Result).WriteCSV(filepath.Join(dir, "ring.csv")); err != nil {
+			return err
+		}
+		if err := plotRing(filepath.Join(dir, "ring.png"), title, p, doc.Result); err != nil {
+			return err
+		}
+	}
 	if err := plotSnapshots(filepath.Join(dir, "loads.svg"), title, p, doc.Result); err != nil {
 		return err
 	}

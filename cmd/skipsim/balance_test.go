@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -109,6 +111,7 @@ func TestBalanceBadFlags(t *testing.T) {
 		{"words without file", []string{"--workload", "words"}, []string{"--words FILE", "../shared/data/en_50k.txt"}},
 		{"words file missing", []string{"--workload", "words", "--words", "/nonexistent/words.txt"}, []string{"/nonexistent/words.txt", "../shared/data/en_50k.txt"}},
 		{"words with another workload", []string{"--words", "w.txt"}, []string{"--words needs --workload words"}},
+		{"ring every part of a second", []string{"--ring-every", "2500ms"}, []string{"--ring-every must be a whole number of seconds"}},
 		{"unknown flag", []string{"--frobnicate"}, []string{"frobnicate", "not defined"}},
 		{"stray argument", []string{"extra"}, []string{`unexpected argument "extra"`}},
 	}
@@ -129,7 +132,7 @@ func TestBalanceWordsTooFew(t *testing.T) {
 
 func TestBalanceSummaryAndFiles(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
-	code, stdout, stderr := runCLI(t, tinyBalanceWith("--seed", "2", "--sample", "5s", "--out", dir)...)
+	code, stdout, stderr := runCLI(t, tinyBalanceWith("--seed", "2", "--sample", "5s", "--ring-every", "10s", "--out", dir)...)
 	if code != 0 {
 		t.Fatalf("exit %d, want 0; stderr:\n%s\nstdout:\n%s", code, stderr, stdout)
 	}
@@ -179,6 +182,46 @@ func TestBalanceSummaryAndFiles(t *testing.T) {
 	}
 	for _, name := range []string{"loads.svg", "gini.svg", "overloaded.svg", "traffic.svg"} {
 		checkSVG(t, filepath.Join(dir, name))
+	}
+	checkRing(t, r, filepath.Join(dir, "ring.csv"))
+	checkPNG(t, filepath.Join(dir, "ring.png"))
+}
+
+// checkRing checks the --ring-every 10s records of a run with a 60 s warm-up: every 10 s from
+// the warm-up on, starts in ring order, the same loads as the series' samples at those instants
+// (whose mean they must reproduce), and ring.csv one row per node and record.
+func checkRing(t *testing.T, r sim.BalanceResult, path string) {
+	t.Helper()
+	if len(r.Ring) < 3 {
+		t.Fatalf("%d ring records, want one every 10 s of balancing", len(r.Ring))
+	}
+	rows := 0
+	for i, sn := range r.Ring {
+		rows += len(sn.Load)
+		if sn.T != 60+10*float64(i) || len(sn.Start) != len(sn.Load) || len(sn.Load) == 0 {
+			t.Errorf("ring record %d at %v s with %d starts and %d loads", i, sn.T, len(sn.Start), len(sn.Load))
+			continue
+		}
+		sum := 0.0
+		for j, l := range sn.Load {
+			sum += l
+			if j > 0 && sn.Start[j] < sn.Start[j-1] {
+				t.Errorf("ring record at %v s: start %v after %v", sn.T, sn.Start[j], sn.Start[j-1])
+			}
+		}
+		for _, smp := range r.Series {
+			if smp.T == sn.T && math.Abs(smp.MeanLoad-sum/float64(len(sn.Load))) > 1e-9 {
+				t.Errorf("at %v s the ring's mean load is %v, the series' %v", sn.T, sum/float64(len(sn.Load)), smp.MeanLoad)
+			}
+		}
+	}
+	csv, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(csv)), "\n")
+	if lines[0] != "t_s,index,key_position,load" || len(lines) != rows+1 {
+		t.Errorf("ring.csv has %d lines for %d rows, header %q", len(lines), rows, lines[0])
 	}
 }
 
@@ -237,4 +280,17 @@ func TestBalanceWords(t *testing.T) {
 		t.Fatalf("exit %d; stderr:\n%s\nstdout:\n%s", code, stderr, stdout)
 	}
 	wantIn(t, "summary", stdout, "words(2000 words, prefix 4)")
+}
+
+// checkPNG fails unless path is a PNG image.
+func checkPNG(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	if !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) {
+		t.Errorf("%s is not a PNG image: %.16q", path, b)
+	}
 }

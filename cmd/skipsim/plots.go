@@ -19,6 +19,31 @@ func seriesTable(runs []*sim.BalanceResult) *report.Table {
 	return t
 }
 
+// ringTable lays out a run's ring records, one row per node and instant.
+func ringTable(r *sim.BalanceResult) *report.Table {
+	t := &report.Table{Header: []string{"t_s", "index", "key_position", "load"}}
+	for _, sn := range r.Ring {
+		for i := range sn.Load {
+			t.AddRow(sn.T, i, sn.Start[i], sn.Load[i])
+		}
+	}
+	return t
+}
+
+// ringRoomShare: RingMap marks the nodes under this share of thres, which on the pulses are the
+// nodes with room for one more hot key (a node of the 3% pulse one key short carries 33 of 60).
+const ringRoomShare = 0.7
+
+// plotRing draws a run's ring records (RingMap).
+func plotRing(path, title string, p sim.BalanceParams, r *sim.BalanceResult) error {
+	recs := make([]report.RingRecord, len(r.Ring))
+	for i, sn := range r.Ring {
+		recs[i] = report.RingRecord{T: sn.T, Load: sn.Load}
+	}
+	opt := report.PlotOptions{Title: title, XLabel: "node (index in ring order)", YLabel: "time (s)"}
+	return report.RingMap(path, opt, recs, p.Net.Node.Balance.Thres, ringRoomShare)
+}
+
 // plotSeries draws the metric series of runs of the same setting, one line per run, into
 // dir/gini.svg, dir/overloaded.svg and dir/traffic.svg.
 func plotSeries(dir, title string, p sim.BalanceParams, runs []*sim.BalanceResult) error {

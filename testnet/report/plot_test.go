@@ -185,3 +185,39 @@ func TestPlotErrors(t *testing.T) {
 		t.Errorf("a failed plot left %s behind", svg)
 	}
 }
+
+func TestRingMap(t *testing.T) {
+	dir := t.TempDir()
+	// A lump of 150 moving one node a record over nodes of 50, one node with room.
+	var recs []RingRecord
+	for step := range 5 {
+		loads := make([]float64, 20)
+		for i := range loads {
+			loads[i] = 50
+		}
+		loads[3+step], loads[15] = 150, 20
+		recs = append(recs, RingRecord{T: 100 + 10*float64(step), Load: loads})
+	}
+	path := filepath.Join(dir, "ring.svg")
+	if err := RingMap(path, PlotOptions{Title: "lump", XLabel: "node", YLabel: "t"}, recs, 60, 0.7); err != nil {
+		t.Fatal(err)
+	}
+	checkSVG(t, path, "lump", "under 70% of thres", "at or over thres")
+
+	bad := []struct {
+		name      string
+		recs      []RingRecord
+		thres, rs float64
+	}{
+		{"no records", nil, 60, 0.7},
+		{"NaN load", []RingRecord{{T: 1, Load: []float64{math.NaN()}}}, 60, 0.7},
+		{"infinite time", []RingRecord{{T: math.Inf(1), Load: []float64{1}}}, 60, 0.7},
+		{"zero thres", recs, 0, 0.7},
+		{"room share 1", recs, 60, 1},
+	}
+	for _, c := range bad {
+		if err := RingMap(filepath.Join(dir, "bad.svg"), PlotOptions{}, c.recs, c.thres, c.rs); err == nil {
+			t.Errorf("%s: no error", c.name)
+		}
+	}
+}

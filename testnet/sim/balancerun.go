@@ -42,6 +42,9 @@ type BalanceParams struct {
 	Sample time.Duration
 	// SnapshotsAt are the instants (from the start) at which per-node loads are recorded.
 	SnapshotsAt []time.Duration
+	// RingEvery, when positive, records every node's load in ring order this often from the
+	// warm-up on (BalanceResult.Ring): where the lumps and the nodes with room are, over time.
+	RingEvery time.Duration
 	// CrashFraction of the nodes crash CrashAfter the warm-up (the faults experiment).
 	CrashFraction float64
 	CrashAfter    time.Duration
@@ -137,7 +140,10 @@ type BalanceResult struct {
 	Check     string     `json:"check"`
 	Series    []Sample   `json:"series"`
 	Snapshots []Snapshot `json:"snapshots"`
-	Wall      float64    `json:"wall_s"`
+	// Ring holds the RingEvery records: each node's load as counted for completion (pieces in
+	// flight at their receivers), in ring order from the smallest start.
+	Ring []Snapshot `json:"ring,omitempty"`
+	Wall float64    `json:"wall_s"`
 }
 
 // Validate reports the first unusable parameter.
@@ -155,6 +161,8 @@ func (p BalanceParams) Validate() error {
 		return fmt.Errorf("--duration (%v) must exceed --warmup (%v)", p.Duration, p.Warmup)
 	case p.Sample <= 0:
 		return fmt.Errorf("--sample must be positive")
+	case p.RingEvery < 0 || p.RingEvery%time.Second != 0:
+		return fmt.Errorf("--ring-every must be a whole number of seconds, 0 for none (got %v)", p.RingEvery)
 	case p.JoinInterval < 0:
 		return fmt.Errorf("--join-interval must not be negative (got %v)", p.JoinInterval)
 	case p.Queries != QueriesRouted && p.Queries != QueriesDirect:
@@ -275,7 +283,9 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 	// Counting only what trackers hold would let a lump of load vanish for the hop of its
 	// transfer, and a run end while its last lump was on the way.
 	arriving := map[*simNode]float64{}
+	var counted []*simNode // the nodes of loadsNow's last answer, in its order
 	loadsNow := func() (loads []float64, overloaded int) {
+		counted = counted[:0]
 		clear(arriving)
 		for _, s := range nw.order {
 			if !s.alive {
@@ -292,6 +302,7 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 			if s.alive && (s.node.Owns() || ok) {
 				l := s.node.Balancer.Load() + extra
 				loads = append(loads, l)
+				counted = append(counted, s)
 				if l >= s.node.Balancer.Config().Thres {
 					overloaded++
 				}
@@ -393,6 +404,9 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 			}
 		}
 		loads, over := loadsNow()
+		if p.RingEvery > 0 && (now-p.Warmup)%p.RingEvery == 0 {
+			res.Ring = append(res.Ring, ringRecord(now.Seconds(), counted, loads, position))
+		}
 		if p.Overloaded != nil {
 			p.Overloaded(over)
 		}
@@ -463,6 +477,22 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 	}
 	res.Wall = time.Since(wall).Seconds()
 	return res, nil
+}
+
+// ringRecord is one Ring entry: the counted nodes' loads ordered by their starts.
+func ringRecord(t float64, nodes []*simNode, loads []float64, position func(overlay.Key) float64) Snapshot {
+	sn := Snapshot{T: t, Start: make([]float64, len(nodes)), Load: make([]float64, len(nodes))}
+	order := make([]int, len(nodes))
+	for i, s := range nodes {
+		order[i] = i
+		sn.Start[i] = position(s.node.Self().Start)
+	}
+	sort.SliceStable(order, func(a, b int) bool { return sn.Start[order[a]] < sn.Start[order[b]] })
+	starts := append([]float64(nil), sn.Start...)
+	for i, j := range order {
+		sn.Start[i], sn.Load[i] = starts[j], loads[j]
+	}
+	return sn
 }
 
 // checkBalanced checks the invariants of SPEC §8 after a balancing run: ranges and rings, items,
