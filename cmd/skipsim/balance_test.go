@@ -228,13 +228,25 @@ func checkRing(t *testing.T, r sim.BalanceResult, path string) {
 // checkSVG fails unless path is an SVG image.
 func checkSVG(t *testing.T, path string) {
 	t.Helper()
+	checkImage(t, path, "an SVG image", func(b []byte) bool { return strings.Contains(string(b[:min(len(b), 500)]), "<svg") })
+}
+
+// checkPNG fails unless path is a PNG image.
+func checkPNG(t *testing.T, path string) {
+	t.Helper()
+	checkImage(t, path, "a PNG image", func(b []byte) bool { return bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) })
+}
+
+// checkImage fails unless path can be read and its bytes pass looksRight.
+func checkImage(t *testing.T, path, kind string, looksRight func([]byte) bool) {
+	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Error(err)
 		return
 	}
-	if !strings.Contains(string(b[:min(len(b), 500)]), "<svg") {
-		t.Errorf("%s is not an SVG image: %.80q", path, b)
+	if !looksRight(b) {
+		t.Errorf("%s is not %s: %.80q", path, kind, b)
 	}
 }
 
@@ -280,17 +292,4 @@ func TestBalanceWords(t *testing.T) {
 		t.Fatalf("exit %d; stderr:\n%s\nstdout:\n%s", code, stderr, stdout)
 	}
 	wantIn(t, "summary", stdout, "words(2000 words, prefix 4)")
-}
-
-// checkPNG fails unless path is a PNG image.
-func checkPNG(t *testing.T, path string) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Error(err)
-		return
-	}
-	if !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) {
-		t.Errorf("%s is not a PNG image: %.16q", path, b)
-	}
 }
