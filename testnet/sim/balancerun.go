@@ -481,16 +481,15 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 
 // ringRecord is one Ring entry: the counted nodes' loads ordered by their starts.
 func ringRecord(t float64, nodes []*simNode, loads []float64, position func(overlay.Key) float64) Snapshot {
-	sn := Snapshot{T: t, Start: make([]float64, len(nodes)), Load: make([]float64, len(nodes))}
-	order := make([]int, len(nodes))
+	type node struct{ start, load float64 }
+	ring := make([]node, len(nodes))
 	for i, s := range nodes {
-		order[i] = i
-		sn.Start[i] = position(s.node.Self().Start)
+		ring[i] = node{position(s.node.Self().Start), loads[i]}
 	}
-	sort.SliceStable(order, func(a, b int) bool { return sn.Start[order[a]] < sn.Start[order[b]] })
-	starts := append([]float64(nil), sn.Start...)
-	for i, j := range order {
-		sn.Start[i], sn.Load[i] = starts[j], loads[j]
+	sort.SliceStable(ring, func(a, b int) bool { return ring[a].start < ring[b].start })
+	sn := Snapshot{T: t, Start: make([]float64, len(ring)), Load: make([]float64, len(ring))}
+	for i, n := range ring {
+		sn.Start[i], sn.Load[i] = n.start, n.load
 	}
 	return sn
 }
