@@ -188,8 +188,10 @@ func demo(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "each column is a node in ring order; height is its load, %s is thres, %s is twice thres or more\n\n", string(levels[len(levels)/2-1]), string(levels[len(levels)-1]))
 	fmt.Fprintf(stdout, "%7s  %-*s  %9s  %4s  %4s  %4s  %6s\n", "time", p.Nodes, "loads", "max/thres", "over", "NIX", "MIG", "moved")
 	run.StartReads(ctx)
-	show := func(t time.Duration) (maxLoad float64) {
+	var watch local.BalanceWatch
+	show := func(t time.Duration) (balanceSince time.Duration, balanced bool) {
 		ring := run.Ring(ctx)
+		maxLoad := 0.0
 		var strip strings.Builder
 		over := 0
 		for _, nl := range ring {
@@ -201,7 +203,7 @@ func demo(args []string, stdout, stderr io.Writer) error {
 		}
 		moved, nix, mig := run.Moves(ctx)
 		fmt.Fprintf(stdout, "%6.1fs  %-*s  %9.2f  %4d  %4d  %4d  %6d\n", t.Seconds(), p.Nodes, strip.String(), maxLoad/p.Thres, over, nix, mig, moved)
-		return maxLoad
+		return watch.Observe(t, ring, p.Thres)
 	}
 	hold := run.Window() + run.Window()/4
 	for t := -hold; t < 0; t += 500 * time.Millisecond {
@@ -214,15 +216,17 @@ func demo(args []string, stdout, stderr io.Writer) error {
 	if err := run.StartBalancing(ctx); err != nil {
 		return err
 	}
+	watch = local.BalanceWatch{} // the reads before balancing do not count
 	begin := time.Now()
 	balancedAt := time.Duration(-1)
 	for time.Since(begin) < p.Limit {
 		if sleep(ctx, 500*time.Millisecond) != nil {
 			return nil
 		}
-		m := show(time.Since(begin))
-		if m <= p.Thres && balancedAt < 0 {
-			balancedAt = time.Since(begin)
+		since, ok := show(time.Since(begin))
+		balancedAt = -1
+		if ok {
+			balancedAt = since
 		}
 		if balancedAt >= 0 && time.Since(begin) > balancedAt+2*time.Second {
 			break

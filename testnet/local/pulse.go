@@ -56,11 +56,11 @@ func RunPulse(ctx context.Context, p PulseParams) (PulseResult, error) {
 		return run.res, err
 	}
 	begin := time.Now()
+	var watch BalanceWatch
 	for time.Since(begin) < p.Limit {
 		time.Sleep(250 * time.Millisecond)
-		loads = run.Loads(ctx)
-		if maxOf(loads) <= p.Thres {
-			run.res.Balanced, run.res.TimeToBalance = true, time.Since(begin)
+		if at, ok := watch.Observe(time.Since(begin), run.Ring(ctx), p.Thres); ok {
+			run.res.Balanced, run.res.TimeToBalance = true, at
 			break
 		}
 	}
@@ -173,16 +173,25 @@ type NodeLoad struct {
 	Start overlay.Key
 	Load  float64
 	Items int
+	// Handing: the node is giving or taking in a piece, or a piece it gave has flipped and its
+	// receiver has not confirmed taking it in. Such a piece's load statistics are counted at
+	// neither node until the receiver commits, so loads read then can miss it.
+	Handing bool
 }
 
-// Ring returns every node's start, load and items, in ring order.
+// Ring returns every node's start, load and items, in ring order. The nodes are read one after
+// another while they run, so the result is not a snapshot: BalanceWatch says when it can be
+// trusted to show every node under thres.
 func (run *PulseRun) Ring(ctx context.Context) []NodeLoad {
 	var out []NodeLoad
 	for _, r := range run.Net.Running() {
 		var nl NodeLoad
 		ok := false
 		_ = r.Do(ctx, func(n *node.Node) {
-			nl, ok = NodeLoad{Start: n.Self().Start, Load: n.Balancer.Load(), Items: n.Store().Len()}, n.Owns()
+			flipped := false
+			n.FlippedPieces(func(uint64, overlay.NodeID, []*pb.KeyLoad) { flipped = true })
+			nl = NodeLoad{Start: n.Self().Start, Load: n.Balancer.Load(), Items: n.Store().Len(), Handing: n.Busy() || flipped}
+			ok = n.Owns()
 		})
 		if ok {
 			out = append(out, nl)
@@ -190,6 +199,33 @@ func (run *PulseRun) Ring(ctx context.Context) []NodeLoad {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Start < out[j].Start })
 	return out
+}
+
+// BalanceWatch decides from successive Ring reads when every node is under thres. A read counts
+// only when no node is handing a piece over (a piece in flight is counted nowhere), and two such
+// reads in a row are needed: a whole handoff can start and end between the reads of its two
+// nodes, leaving its load out of both, but not across two reads of both.
+type BalanceWatch struct {
+	since time.Duration // when the current run of balanced reads began
+	reads int           // balanced reads in a row
+}
+
+// Observe takes the read made at t (since balancing began) and reports whether balance is
+// established, and since when.
+func (w *BalanceWatch) Observe(t time.Duration, ring []NodeLoad, thres float64) (time.Duration, bool) {
+	balanced := len(ring) > 0
+	for _, nl := range ring {
+		balanced = balanced && nl.Load <= thres && !nl.Handing
+	}
+	if !balanced {
+		w.reads = 0
+		return 0, false
+	}
+	if w.reads == 0 {
+		w.since = t
+	}
+	w.reads++
+	return w.since, w.reads >= 2
 }
 
 // Loads returns every node's load.
