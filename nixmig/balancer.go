@@ -59,6 +59,12 @@ type lockState struct {
 	chain   []overlay.Peer
 	tmpL    float64
 	exNodes int
+	// movedIn is the load the wave's plan brings this member; giveFirst that every member
+	// reserved before it can give from its own keys (LockRequest.give_first); gave that it
+	// gave first in a shifted chain and keeps its lock until the member before has given.
+	movedIn   float64
+	giveFirst bool
+	gave      bool
 }
 
 // endState is the work of the end node E of a wave, from the exam's end to the MIG phase.
@@ -75,12 +81,14 @@ type endState struct {
 	// chainDone: the NIX chain reached this node. The MIG phase starts when the chain is done
 	// and the remote wave is over (migrants not nil).
 	chainDone bool
-	splits    []overlay.Key // where each migrant's piece starts (ends, below)
-	ordered   int           // migrants ordered so far
-	done      int           // migrants that reported their end
-	share     float64
-	below     bool
-	migs      int
+	// shift: the NIX chain is shifted (Config.FaithfulChain).
+	shift   bool
+	splits  []overlay.Key // where each migrant's piece starts (ends, below)
+	ordered int           // migrants ordered so far
+	done    int           // migrants that reported their end
+	share   float64
+	below   bool
+	migs    int
 }
 
 // migrating is a migration this node is carrying out for a wave.

@@ -114,6 +114,14 @@ type Config struct {
 	// large cold range rolled on from node to node; with it, each time an item moves in a leave
 	// its new holder is at least 1.25 times as large as its old one.
 	FaithfulMigrants bool
+	// FaithfulChain: the NIX chain runs one member after another (SPEC §6.3), each giving once
+	// its piece is in, and a local wave reserves at most ttl nodes. Ours: when every member
+	// before the end node can hand on its planned piece from its own keys (a lump of a key or
+	// two moving along a packed region), the end node tells every other member to give at once,
+	// and each of the others gives as soon as its piece is in: the chain takes two handoff times
+	// whatever its length, not one a member, and such a wave may reserve up to shiftReach·ttl
+	// nodes.
+	FaithfulChain bool
 	// IBInterval and IBEpsilon: Item Balancing's probe period and lightness ratio.
 	IBInterval time.Duration
 	IBEpsilon  float64
@@ -158,12 +166,12 @@ func (c Config) LockLease() time.Duration {
 
 // Faithful returns c with the thesis's literal rules wherever ours differ: no headroom, waves
 // planned with bare excesses, its exNodes and migrant-share formulas, an exam that ends at the
-// first candidate M that accepts, a NIX phase that follows the exam, any light node a migrant
-// whatever it stores.
+// first candidate M that accepts, a NIX phase that follows the exam and runs one member after
+// another, any light node a migrant whatever it stores.
 func (c Config) Faithful() Config {
 	c.Headroom = 0
 	c.FaithfulMoved, c.FaithfulExNodes, c.FaithfulMigShare, c.FaithfulRemote = true, true, true, true
-	c.FaithfulPhases, c.FaithfulMigrants = true, true
+	c.FaithfulPhases, c.FaithfulMigrants, c.FaithfulChain = true, true, true
 	return c
 }
 

@@ -18,9 +18,11 @@ import (
 
 // beginEnd starts the end node's work. The remote wave looks for migrants while the NIX chain
 // runs (the two involve different nodes, and the migrants take their pieces only once both are
-// over); FaithfulPhases starts the chain after the remote wave instead.
-func (b *Balancer) beginEnd(wave uint64, dir pb.Side, chain []overlay.Peer, tmpL float64, ex int) {
+// over); FaithfulPhases starts the chain after the remote wave instead. giveFirst: every member
+// before this node can give its piece from its own keys, so the chain can be shifted.
+func (b *Balancer) beginEnd(wave uint64, dir pb.Side, chain []overlay.Peer, tmpL float64, ex int, giveFirst bool) {
 	e := &endState{wave: wave, dir: dir, chain: chain, tmpL: tmpL, exNodes: min(ex, maxChain-1), probes: b.cfg.MaxProbes}
+	e.shift = giveFirst && !b.cfg.FaithfulChain && len(chain) > 2
 	b.end = e
 	b.renew(wave, b.cfg.LockLease())
 	search := e.exNodes > 0 && b.cfg.Algorithm != NIXOnly
@@ -220,11 +222,26 @@ func (b *Balancer) onRemoteReply(wave uint64, r *pb.RemoteReply) {
 
 // --- NIX chain (SPEC §6.3) ---
 
+// startNIX starts the NIX chain: the turn goes to the initiator, and in a shifted chain to every
+// other member at once (indices 0, 2, 4, … before this node), each to give from its own keys;
+// the members between give once their piece is in, as in the sequential chain.
 func (b *Balancer) startNIX(e *endState) {
 	b.renew(e.wave, b.cfg.LockLease())
-	b.send(e.chain[0].ID, e.wave, &pb.NixTurn{Dir: e.dir, Chain: overlay.PeersToPB(e.chain), Index: 0})
+	chain := overlay.PeersToPB(e.chain)
+	if !e.shift {
+		b.send(e.chain[0].ID, e.wave, &pb.NixTurn{Dir: e.dir, Chain: chain, Index: 0})
+		return
+	}
+	for i := 0; i < len(e.chain)-1; i += 2 {
+		b.send(e.chain[i].ID, e.wave, &pb.NixTurn{Dir: e.dir, Chain: chain, Index: uint32(i), Shift: true})
+	}
 }
 
+// onNixTurn is a member's turn in the NIX chain (SPEC §6.3): it hands the next member what its
+// load now exceeds keep by, then unlocks and passes the turn on at the flip. In a shifted chain
+// a member told by the end node to give first adds what the plan brings it (LockRequest.moved)
+// to its load, gives that from its own keys, and keeps its lock until the turn passed on by the
+// member before tells it that its own piece is in.
 func (b *Balancer) onNixTurn(wave uint64, t *pb.NixTurn) {
 	chain := overlay.PeersFromPB(t.Chain)
 	i := int(t.Index)
@@ -233,6 +250,12 @@ func (b *Balancer) onNixTurn(wave uint64, t *pb.NixTurn) {
 	}
 	last := chain[len(chain)-1].ID
 	if b.lock.wave != wave {
+		if t.Shift {
+			// The turn from the member before came first (a lost or late message) and this
+			// member gave as in the sequential chain; or its lock ran out, and the end node's
+			// lease ends the wave.
+			return
+		}
 		// This node's lock ran out: the wave cannot go on.
 		b.send(last, wave, &pb.Release{Abort: true, Reason: "chain member lost its lock"})
 		return
@@ -254,12 +277,24 @@ func (b *Balancer) onNixTurn(wave uint64, t *pb.NixTurn) {
 		}
 		return
 	}
+	if b.lock.gave {
+		b.unlock(wave) // gave first; the piece from the member before is in
+		return
+	}
 	b.renew(wave, b.cfg.LockLease())
+	load := b.load.Load(b.env.Now())
+	first := t.Shift && i > 0 // the initiator has nothing to wait for
+	if first {
+		b.lock.gave = true
+		load += b.lock.movedIn
+	}
 	pass := func() {
-		b.unlock(wave)
+		if !first {
+			b.unlock(wave)
+		}
 		b.send(chain[i+1].ID, wave, &pb.NixTurn{Dir: t.Dir, Chain: t.Chain, Index: t.Index + 1})
 	}
-	want := moved(b.load.Load(b.env.Now()), b.cfg.Keep(), b.cfg.OverThres, b.cfg.A)
+	want := moved(load, b.cfg.Keep(), b.cfg.OverThres, b.cfg.A)
 	if want <= 0 {
 		pass()
 		return

@@ -102,7 +102,7 @@ func (b *Balancer) startWave(dir pb.Side, l float64) {
 	b.lock.dir, b.lock.chain, b.lock.tmpL = dir, []overlay.Peer{self}, l
 	if b.cfg.Algorithm == MIGOnly {
 		// No local wave: the initiator is its own end node, its remote wave sized from its load.
-		b.beginEnd(wave, dir, []overlay.Peer{self}, l, b.exNodes(l))
+		b.beginEnd(wave, dir, []overlay.Peer{self}, l, b.exNodes(l), false)
 		return
 	}
 	next := b.neighbour(dir)
@@ -110,7 +110,8 @@ func (b *Balancer) startWave(dir pb.Side, l float64) {
 		b.waveFailed(wave, dir)
 		return
 	}
-	b.send(next.ID, wave, &pb.LockRequest{Dir: dir, Chain: []*pb.NodeRef{self.ToPB()}, TmpLoad: l, Moved: b.pieceLoad(dir, l)})
+	piece, own := b.plannedPiece(dir, l)
+	b.send(next.ID, wave, &pb.LockRequest{Dir: dir, Chain: []*pb.NodeRef{self.ToPB()}, TmpLoad: l, Moved: piece, GiveFirst: own})
 }
 
 // waveFailed ends a wave that reserved nothing (or whose outcome was a failure) at the
@@ -151,20 +152,22 @@ func moved(l, keep, overThres, a float64) float64 {
 	return 0
 }
 
-// pieceLoad is the load of the piece this node will hand on towards dir in the NIX phase when its
-// load is then tmpL: the whole keys cut from that end (SPEC §4 step 1), so that the next node of
-// the wave plans with what it will really get, not with the bare excess, which one key's load
+// plannedPiece is the load of the piece this node will hand on towards dir in the NIX phase when
+// its load is then tmpL: the whole keys cut from that end (SPEC §4 step 1), so that the next node
+// of the wave plans with what it will really get, not with the bare excess, which one key's load
 // can exceed. The keys arriving from the other side meanwhile do not change that end; if the
-// node's own keys cannot carry it, the bare excess stands.
-func (b *Balancer) pieceLoad(dir pb.Side, tmpL float64) float64 {
+// node's own keys cannot carry it, the bare excess stands. own reports whether its own keys can
+// carry the piece, leaving a key behind: then it can give before its own piece arrives.
+func (b *Balancer) plannedPiece(dir pb.Side, tmpL float64) (load float64, own bool) {
 	want := moved(tmpL, b.cfg.Keep(), b.cfg.OverThres, b.cfg.A)
-	if want <= 0 || b.cfg.FaithfulMoved {
-		return want
+	if want <= 0 {
+		return want, true
 	}
-	if _, _, got, found := b.shortestPiece(dir == pb.Side_SIDE_SUCC, want); found {
-		return got
+	_, _, got, found := b.shortestPiece(dir == pb.Side_SIDE_SUCC, want)
+	if !found || b.cfg.FaithfulMoved {
+		return want, found
 	}
-	return want
+	return got, true
 }
 
 // exNodes is how many extra nodes a load l needs besides this one.
@@ -212,6 +215,14 @@ func packedLoad(loads []float64, keep float64) float64 {
 
 // --- the local wave (SPEC §6.1) ---
 
+// shiftReach: a local wave whose members can all give their pieces from their own keys (a
+// shifted NIX chain, Config.FaithfulChain) reserves up to shiftReach·ttl nodes. The thesis's ttl
+// bounds a wave because its chain takes a handoff time per member; a shifted chain takes two
+// whatever its length, so a lump of a key or two crossing a packed region to a node with room
+// 100–180 nodes away (the narrow pulses' tails, RESULTS.md) travels four times as far a wave.
+// The lock wave still takes a hop a member: at ttl 5, 20 nodes lock in 20 s, half a lease.
+const shiftReach = 4
+
 func (b *Balancer) onLockRequest(from overlay.Peer, wave uint64, r *pb.LockRequest) {
 	now := b.env.Now()
 	b.noteSide(opposite(r.Dir), now)
@@ -228,13 +239,20 @@ func (b *Balancer) onLockRequest(from overlay.Peer, wave uint64, r *pb.LockReque
 	chain := append(overlay.PeersFromPB(r.Chain), self)
 	b.lockFor(wave, roleChain, b.cfg.LockLease())
 	b.lock.dir, b.lock.chain, b.lock.tmpL, b.lock.exNodes = r.Dir, chain, tmpL, ex
+	b.lock.movedIn, b.lock.giveFirst = r.Moved, r.GiveFirst
 	reserved := len(chain) - 1
 	next := b.neighbour(r.Dir)
-	if tmpL > b.cfg.Keep() && reserved < b.cfg.TTL && ex <= b.cfg.TTL && !next.IsZero() && next.ID != self.ID && next.ID != chain[0].ID {
-		b.send(next.ID, wave, &pb.LockRequest{Dir: r.Dir, Chain: overlay.PeersToPB(chain), TmpLoad: tmpL, Moved: b.pieceLoad(r.Dir, tmpL)})
+	piece, own := b.plannedPiece(r.Dir, tmpL)
+	giveFirst := r.GiveFirst && own
+	reach := b.cfg.TTL
+	if giveFirst && !b.cfg.FaithfulChain {
+		reach = shiftReach * b.cfg.TTL
+	}
+	if tmpL > b.cfg.Keep() && reserved < reach && ex <= b.cfg.TTL && !next.IsZero() && next.ID != self.ID && next.ID != chain[0].ID {
+		b.send(next.ID, wave, &pb.LockRequest{Dir: r.Dir, Chain: overlay.PeersToPB(chain), TmpLoad: tmpL, Moved: piece, GiveFirst: giveFirst})
 		return
 	}
-	b.beginEnd(wave, r.Dir, chain, tmpL, ex)
+	b.beginEnd(wave, r.Dir, chain, tmpL, ex, r.GiveFirst)
 }
 
 func (b *Balancer) inChain(chain []*pb.NodeRef) bool {
@@ -255,7 +273,7 @@ func (b *Balancer) onLockRefused(wave uint64) {
 		b.waveFailed(wave, b.lock.dir) // nothing reserved: the initiator backs off
 		return
 	}
-	b.beginEnd(wave, b.lock.dir, b.lock.chain, b.lock.tmpL, b.lock.exNodes)
+	b.beginEnd(wave, b.lock.dir, b.lock.chain, b.lock.tmpL, b.lock.exNodes, b.lock.giveFirst)
 }
 
 func (b *Balancer) onRelease(wave uint64, r *pb.Release) {

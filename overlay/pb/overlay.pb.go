@@ -2971,13 +2971,15 @@ func (*Balance_IbNix) isBalance_Op() {}
 // LockRequest reserves the next node of a local wave (SPEC §6.1). chain lists the nodes reserved
 // so far, initiator first; tmp_load is the sender's load once the wave's NIX chain has reached it;
 // moved is the load it will then hand to the receiver (worked out by the sender, whose thres,
-// overThres and headroom decide it).
+// overThres and headroom decide it). give_first: every node reserved so far can hand on its
+// piece from its own keys, before the piece from the node before it arrives (a shifted chain).
 type LockRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Dir           Side                   `protobuf:"varint,1,opt,name=dir,proto3,enum=skiprange.overlay.Side" json:"dir,omitempty"`
 	Chain         []*NodeRef             `protobuf:"bytes,2,rep,name=chain,proto3" json:"chain,omitempty"`
 	TmpLoad       float64                `protobuf:"fixed64,3,opt,name=tmp_load,json=tmpLoad,proto3" json:"tmp_load,omitempty"`
 	Moved         float64                `protobuf:"fixed64,6,opt,name=moved,proto3" json:"moved,omitempty"`
+	GiveFirst     bool                   `protobuf:"varint,8,opt,name=give_first,json=giveFirst,proto3" json:"give_first,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3038,6 +3040,13 @@ func (x *LockRequest) GetMoved() float64 {
 		return x.Moved
 	}
 	return 0
+}
+
+func (x *LockRequest) GetGiveFirst() bool {
+	if x != nil {
+		return x.GiveFirst
+	}
+	return false
 }
 
 // LockRefused tells the last reserved node that the next one refused: the wave ends there.
@@ -3147,12 +3156,15 @@ func (x *Release) GetDir() Side {
 	return Side_SIDE_UNSPECIFIED
 }
 
-// NixTurn tells chain[index] that its turn in the NIX chain has come (SPEC §6.3).
+// NixTurn tells chain[index] that its turn in the NIX chain has come (SPEC §6.3). shift: the
+// end node's go to every other member of a shifted chain at once, each to give its piece from
+// its own keys before it receives one; the turns members pass on carry shift false.
 type NixTurn struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Dir           Side                   `protobuf:"varint,1,opt,name=dir,proto3,enum=skiprange.overlay.Side" json:"dir,omitempty"`
 	Chain         []*NodeRef             `protobuf:"bytes,2,rep,name=chain,proto3" json:"chain,omitempty"`
 	Index         uint32                 `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
+	Shift         bool                   `protobuf:"varint,5,opt,name=shift,proto3" json:"shift,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3206,6 +3218,13 @@ func (x *NixTurn) GetIndex() uint32 {
 		return x.Index
 	}
 	return 0
+}
+
+func (x *NixTurn) GetShift() bool {
+	if x != nil {
+		return x.Shift
+	}
+	return false
 }
 
 // RemoteLock reserves the underloaded node M (first message, from the end node) and then up to
@@ -4126,22 +4145,25 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"probeReply\x127\n" +
 	"\bib_offer\x18\x15 \x01(\v2\x1a.skiprange.overlay.IBOfferH\x00R\aibOffer\x121\n" +
 	"\x06ib_nix\x18\x16 \x01(\v2\x18.skiprange.overlay.IBNixH\x00R\x05ibNixB\x04\n" +
-	"\x02op\"\xad\x01\n" +
+	"\x02op\"\xcc\x01\n" +
 	"\vLockRequest\x12)\n" +
 	"\x03dir\x18\x01 \x01(\x0e2\x17.skiprange.overlay.SideR\x03dir\x120\n" +
 	"\x05chain\x18\x02 \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05chain\x12\x19\n" +
 	"\btmp_load\x18\x03 \x01(\x01R\atmpLoad\x12\x14\n" +
-	"\x05moved\x18\x06 \x01(\x01R\x05movedJ\x04\b\x04\x10\x05J\x04\b\x05\x10\x06J\x04\b\a\x10\b\"%\n" +
+	"\x05moved\x18\x06 \x01(\x01R\x05moved\x12\x1d\n" +
+	"\n" +
+	"give_first\x18\b \x01(\bR\tgiveFirstJ\x04\b\x04\x10\x05J\x04\b\x05\x10\x06J\x04\b\a\x10\b\"%\n" +
 	"\vLockRefused\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\"b\n" +
 	"\aRelease\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x14\n" +
 	"\x05abort\x18\x02 \x01(\bR\x05abort\x12)\n" +
-	"\x03dir\x18\x03 \x01(\x0e2\x17.skiprange.overlay.SideR\x03dir\"\x82\x01\n" +
+	"\x03dir\x18\x03 \x01(\x0e2\x17.skiprange.overlay.SideR\x03dir\"\x98\x01\n" +
 	"\aNixTurn\x12)\n" +
 	"\x03dir\x18\x01 \x01(\x0e2\x17.skiprange.overlay.SideR\x03dir\x120\n" +
 	"\x05chain\x18\x02 \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05chain\x12\x14\n" +
-	"\x05index\x18\x03 \x01(\rR\x05indexJ\x04\b\x04\x10\x05\"\x81\x02\n" +
+	"\x05index\x18\x03 \x01(\rR\x05index\x12\x14\n" +
+	"\x05shift\x18\x05 \x01(\bR\x05shiftJ\x04\b\x04\x10\x05\"\x81\x02\n" +
 	"\n" +
 	"RemoteLock\x12,\n" +
 	"\x03end\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x03end\x12\x12\n" +

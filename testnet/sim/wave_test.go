@@ -16,6 +16,17 @@ import (
 // network's OnDeliver when the balancers start.
 func waveRing(t *testing.T, rate [100]float64, set func(*Config), watch func(to, from overlay.NodeID, m *pb.Envelope)) map[overlay.NodeID]float64 {
 	t.Helper()
+	var timed func(time.Duration, overlay.NodeID, overlay.NodeID, *pb.Envelope)
+	if watch != nil {
+		timed = func(_ time.Duration, to, from overlay.NodeID, m *pb.Envelope) { watch(to, from, m) }
+	}
+	return waveRingAt(t, []uint64{0, 13, 26, 60}, rate, set, timed)
+}
+
+// waveRingAt is waveRing with the nodes starting at the given keys; watch also gets the
+// virtual time of each delivery.
+func waveRingAt(t *testing.T, starts []uint64, rate [100]float64, set func(*Config), watch func(now time.Duration, to, from overlay.NodeID, m *pb.Envelope)) map[overlay.NodeID]float64 {
+	t.Helper()
 	cfg := DefaultConfig()
 	b := &cfg.Node.Balance
 	b.Window, b.Slots, b.Thres, b.Headroom = 100*time.Second, 10, 60, 0.05
@@ -24,7 +35,6 @@ func waveRing(t *testing.T, rate [100]float64, set func(*Config), watch func(to,
 	if err != nil {
 		t.Fatal(err)
 	}
-	starts := []uint64{0, 13, 26, 60}
 	if err := h.Build(len(starts), time.Second, false, func(i int) overlay.Key { return overlay.Uint64Key(starts[i]) }, 1000*time.Second, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +60,9 @@ func waveRing(t *testing.T, rate [100]float64, set func(*Config), watch func(to,
 		}
 	}
 	h.Net.RunFor(b.Window + time.Second)
-	h.Net.OnDeliver = watch
+	if watch != nil {
+		h.Net.OnDeliver = func(to, from overlay.NodeID, m *pb.Envelope) { watch(h.Net.Now(), to, from, m) }
+	}
 	for _, s := range h.Net.order {
 		s.node.Balancer.Start()
 	}
@@ -208,5 +220,79 @@ func TestNIXTurnWaitsForOvertakenCommit(t *testing.T) {
 	}
 	if overtaken == 0 {
 		t.Fatal("no NIX turn overtook a commit in six seeds: the test no longer checks the wait")
+	}
+}
+
+// TestShiftedChain: fifteen nodes round the ring, n00000 holding four hot keys of 16/s (64, over
+// thres), the six nodes on either side of it three (48: no room for a fourth under keep 57), and
+// the two nodes beyond them, which meet opposite n00000, two (32: room for one). Whichever way
+// n00000's wave goes, one hot key's worth must move across seven boundaries to a node with room,
+// further than ttl (5) nodes. Every member can give that from its own keys, so our chain is
+// shifted — every other member gives at once, the rest as soon as their piece is in — and the
+// wave reaches past ttl to the room in one go. The thesis's sequential chain (FaithfulChain)
+// stops at ttl, leaving its end node over thres for a second wave. Both must end with every node
+// at or under keep; ours in less time.
+func TestShiftedChain(t *testing.T) {
+	const nodes = 15
+	var starts []uint64
+	for i := range nodes {
+		starts = append(starts, uint64(100*i/nodes))
+	}
+	hot := map[int]int{0: 4, 7: 2, 8: 2} // hot keys per node; every other node 3
+	var rate [100]float64
+	for i, start := range starts {
+		n, ok := hot[i]
+		if !ok {
+			n = 3
+		}
+		for k := range n { // after the node's first, cold key
+			rate[int(start)+1+k] = 16
+		}
+	}
+	type run struct {
+		loads        map[overlay.NodeID]float64
+		span         time.Duration // from the first NIX turn to the last piece's commit
+		shiftedTo    int           // members told by the end node to give first
+		longestChain int           // nodes a lock request names (the reserved ones before its receiver)
+	}
+	measure := func(set func(*Config)) run {
+		var r run
+		var first, last time.Duration
+		watch := func(now time.Duration, _, _ overlay.NodeID, m *pb.Envelope) {
+			b := m.GetBalance()
+			switch {
+			case b.GetLock() != nil:
+				r.longestChain = max(r.longestChain, len(b.GetLock().Chain))
+			case b.GetNixTurn() != nil:
+				if first == 0 {
+					first = now
+				}
+				if b.GetNixTurn().Shift {
+					r.shiftedTo++
+				}
+			case m.GetHandoffCommit() != nil:
+				last = now
+			}
+		}
+		r.loads = waveRingAt(t, starts, rate, set, watch)
+		r.span = last - first
+		return r
+	}
+	ours := measure(func(*Config) {})
+	thesis := measure(func(c *Config) { c.Node.Balance.FaithfulChain = true })
+	t.Logf("shifted: %v, %d told to give first, longest lock request %d; sequential: %v, longest %d", ours.span, ours.shiftedTo, ours.longestChain, thesis.span, thesis.longestChain)
+	for name, r := range map[string]run{"shifted": ours, "sequential": thesis} {
+		if id, top := maxLoad(r.loads); top > 57.3 {
+			t.Errorf("%s chain: %s ends at %.1f, above keep 57 (loads %v)", name, id, top, r.loads)
+		}
+	}
+	if ours.shiftedTo < 4 || thesis.shiftedTo != 0 {
+		t.Fatalf("members told to give first: %d shifted, %d sequential; want at least 4 (every other one of seven) and 0", ours.shiftedTo, thesis.shiftedTo)
+	}
+	if ours.longestChain < 7 || thesis.longestChain > 5 {
+		t.Errorf("longest lock request named %d nodes shifted, %d sequential; want at least 7 (to the room) and at most ttl 5", ours.longestChain, thesis.longestChain)
+	}
+	if ours.span*2 > thesis.span {
+		t.Errorf("the shifted chain took %v, the sequential one %v: want at most half", ours.span, thesis.span)
 	}
 }
