@@ -128,7 +128,7 @@ type BalanceResult struct {
 	QueryRetries int `json:"query_retries"`
 	Crashed      int `json:"crashed"`
 	// LookupsAfter: lookups of random keys from random nodes once balancing ended, checked
-	// against the reference (every key must be found where it belongs).
+	// against the reference (every key must be found where it belongs), with message loss off.
 	LookupsAfter HopStats `json:"lookups_after"`
 	// ItemsLost counts the keys whose only holder crashed (no replication yet).
 	ItemsLost int `json:"items_lost"`
@@ -470,6 +470,10 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 	res.SettleTime = (nw.Now() - quiet).Seconds()
 	res.Check = h.checkBalanced()
 	res.ItemsLost = len(h.Lost)
+	// The lookups check where the items are, not the transport: with message loss on, three
+	// attempts of a lookup all fail by chance about once in 10,000 lookups at 1% (seen in 3
+	// of 40 runs of 1,000 lookups), which said nothing about the data.
+	nw.cfg.Loss = 0
 	res.LookupsAfter = h.lookups(OverlayParams{QueryRate: 100}, min(1000, len(keys)),
 		func(int) overlay.Key { return keys[rng.IntN(len(keys))] }, progress, "lookups")
 	if lk := res.LookupsAfter; lk.Wrong+lk.Failed > 0 {
