@@ -240,17 +240,18 @@ func (b *Balancer) onLockRequest(from overlay.Peer, wave uint64, r *pb.LockReque
 	b.lockFor(wave, roleChain, b.cfg.LockLease())
 	b.lock.dir, b.lock.chain, b.lock.tmpL, b.lock.exNodes = r.Dir, chain, tmpL, ex
 	b.lock.movedIn, b.lock.giveFirst = r.Moved, r.GiveFirst
-	reserved := len(chain) - 1
 	next := b.neighbour(r.Dir)
-	piece, own := b.plannedPiece(r.Dir, tmpL)
-	giveFirst := r.GiveFirst && own
-	reach := b.cfg.TTL
-	if giveFirst && !b.cfg.FaithfulChain {
-		reach = shiftReach * b.cfg.TTL
-	}
-	if tmpL > b.cfg.Keep() && reserved < reach && ex <= b.cfg.TTL && !next.IsZero() && next.ID != self.ID && next.ID != chain[0].ID {
-		b.send(next.ID, wave, &pb.LockRequest{Dir: r.Dir, Chain: overlay.PeersToPB(chain), TmpLoad: tmpL, Moved: piece, GiveFirst: giveFirst})
-		return
+	if tmpL > b.cfg.Keep() && ex <= b.cfg.TTL && !next.IsZero() && next.ID != self.ID && next.ID != chain[0].ID {
+		piece, own := b.plannedPiece(r.Dir, tmpL)
+		giveFirst := r.GiveFirst && own
+		reach := b.cfg.TTL
+		if giveFirst && !b.cfg.FaithfulChain {
+			reach = shiftReach * b.cfg.TTL
+		}
+		if reserved := len(chain) - 1; reserved < reach {
+			b.send(next.ID, wave, &pb.LockRequest{Dir: r.Dir, Chain: overlay.PeersToPB(chain), TmpLoad: tmpL, Moved: piece, GiveFirst: giveFirst})
+			return
+		}
 	}
 	b.beginEnd(wave, r.Dir, chain, tmpL, ex, r.GiveFirst)
 }
