@@ -65,6 +65,8 @@ type lockState struct {
 	movedIn   float64
 	giveFirst bool
 	gave      bool
+	// pieceCap, at an initiator that planned a shiftable piece: the most its NIX hands on.
+	pieceCap float64
 }
 
 // endState is the work of the end node E of a wave, from the exam's end to the MIG phase.
@@ -123,11 +125,14 @@ type Balancer struct {
 	migrating *migrating
 	initiated map[uint64]pb.Side // waves this node started and whose outcome it awaits
 	backoff   [3]backoffState    // by pb.Side
-	sides     [3]sideStat        // lock requests received, by the side they came from
-	unl       hintCache
-	ib        ibState
-	running   bool
-	checks    uint64
+	// noMigrants, by pb.Side: the last wave this node started or ended that way brought no
+	// migrants (shiftablePiece).
+	noMigrants [3]bool
+	sides      [3]sideStat // lock requests received, by the side they came from
+	unl        hintCache
+	ib         ibState
+	running    bool
+	checks     uint64
 
 	// waiting is a NIX turn that came while this node was still receiving (the commit of the
 	// member before overtaken); it is taken up again one hop time later.

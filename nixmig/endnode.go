@@ -295,6 +295,9 @@ func (b *Balancer) onNixTurn(wave uint64, t *pb.NixTurn) {
 		b.send(chain[i+1].ID, wave, &pb.NixTurn{Dir: t.Dir, Chain: t.Chain, Index: t.Index + 1})
 	}
 	want := moved(load, b.cfg.Keep(), b.cfg.OverThres, b.cfg.A)
+	if i == 0 && b.lock.pieceCap > 0 {
+		want = min(want, b.lock.pieceCap)
+	}
 	if want <= 0 {
 		pass()
 		return
@@ -591,6 +594,11 @@ func (b *Balancer) finishEnd(e *endState, ok bool) {
 		b.send(p.ID, e.wave, &pb.Release{Reason: "wave over"})
 	}
 	b.unlock(e.wave)
+	if ok && e.exNodes > 0 && e.migs == 0 {
+		// This node needed migrants and none came: it keeps the lump, and its next wave that
+		// way sends it on in shiftable pieces (shiftablePiece).
+		b.noMigrants[e.dir] = true
+	}
 	b.send(e.chain[0].ID, e.wave, &pb.WaveDone{Ok: ok, Dir: e.dir, Migrations: uint32(e.migs)})
 }
 

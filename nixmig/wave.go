@@ -2,6 +2,7 @@ package nixmig
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"github.com/skiprange/skiprange/overlay"
@@ -111,6 +112,10 @@ func (b *Balancer) startWave(dir pb.Side, l float64) {
 		return
 	}
 	piece, own := b.plannedPiece(dir, l)
+	if c, ok := b.shiftablePiece(dir, l); ok && c < piece {
+		piece, own = c, true
+		b.lock.pieceCap = c
+	}
 	b.send(next.ID, wave, &pb.LockRequest{Dir: dir, Chain: []*pb.NodeRef{self.ToPB()}, TmpLoad: l, Moved: piece, GiveFirst: own})
 }
 
@@ -136,6 +141,7 @@ func (b *Balancer) onWaveDone(wave uint64, d *pb.WaveDone) {
 		return
 	}
 	delete(b.initiated, wave)
+	b.noMigrants[dir] = d.Migrations == 0
 	b.Stats.WavesOK++
 	b.backoff[dir] = backoffState{}
 }
@@ -168,6 +174,36 @@ func (b *Balancer) plannedPiece(dir pb.Side, tmpL float64) (load float64, own bo
 		return want, found
 	}
 	return got, true
+}
+
+// shiftablePiece is what an initiator hands on when the last wave it started or ended that way
+// brought no migrants and its load is under overThres, if it is less than its whole excess: the
+// load of the keys from that end that fit under keep — what a node packed like this end carries
+// — less the heaviest of them. A lump in a packed region then goes on a piece at a time, each
+// small enough for every full member of the wave to give from its own keys, keeping a key,
+// before its own piece arrives: the chain is shifted (two handoff times, up to shiftReach·ttl
+// nodes) instead of sequential (a handoff time a member, ttl nodes), and the lump's other keys
+// follow in the next waves. Off in FaithfulChain and for NIX only, whose waves never bring
+// migrants and whose lumps lie next to their rooms (RESULTS.md: it made NIX only slower).
+func (b *Balancer) shiftablePiece(dir pb.Side, l float64) (float64, bool) {
+	if !b.noMigrants[dir] || l > b.cfg.OverThres || b.cfg.FaithfulChain || b.cfg.Algorithm != NIXMIG {
+		return 0, false
+	}
+	keys := b.ownKeys()
+	if dir == pb.Side_SIDE_SUCC {
+		slices.Reverse(keys)
+	}
+	now := b.env.Now()
+	fill, heaviest := 0.0, 0.0
+	for _, k := range keys {
+		kl := b.load.KeyLoad(k, now)
+		if fill+kl > b.cfg.Keep() {
+			break
+		}
+		fill, heaviest = fill+kl, max(heaviest, kl)
+	}
+	piece := fill - heaviest
+	return piece, piece > 0
 }
 
 // exNodes is how many extra nodes a load l needs besides this one.

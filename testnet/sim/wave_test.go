@@ -296,3 +296,97 @@ func TestShiftedChain(t *testing.T) {
 		t.Errorf("the shifted chain took %v, the sequential one %v: want at most half", ours.span, thesis.span)
 	}
 }
+
+// TestLumpGoesOnInShiftablePieces: twenty-four nodes round the ring, n00000 holding six hot keys
+// of 16/s (96: three too many), every other node three (48: no room under keep 57) except two
+// pairs with two (room for one each), eight and nine nodes away either way. No node can take a
+// migrant (a light node's successor is too loaded to leave its range to it), so the first wave
+// carries the three keys sequentially to the ttl-th node, whose search for migrants finds none.
+// That node's next wave that way must send the lump on in pieces a full member can give from its
+// own keys — two keys, the three a node packed like its end holds under keep, less one — so that
+// the chain is shifted and reaches the rooms; and the lump must end spread, every node at or
+// under keep.
+func TestLumpGoesOnInShiftablePieces(t *testing.T) {
+	const nodes = 24
+	starts := []uint64{0}
+	for i := 1; i < nodes; i++ {
+		starts = append(starts, uint64(7+4*(i-1))) // n00000 owns [0,7), the others four keys
+	}
+	rooms := map[int]bool{8: true, 9: true, 15: true, 16: true}
+	var rate [100]float64
+	for i, start := range starts {
+		n := 3
+		switch {
+		case i == 0:
+			n = 6
+		case rooms[i]:
+			n = 2
+		}
+		for k := range n { // after the node's first, cold key
+			rate[int(start)+1+k] = 16
+		}
+	}
+	type run struct {
+		loads     map[overlay.NodeID]float64
+		pieces    int           // lock requests from an initiator over thres planning two keys
+		gave      []int         // hot keys in the first NIX of each such initiator after it
+		shiftedTo int           // members told by an end node to give first
+		span      time.Duration // from the first NIX turn to the last piece's commit
+	}
+	measure := func(set func(*Config)) run {
+		var r run
+		var first, last time.Duration
+		capped := map[overlay.NodeID]bool{} // initiators that planned two keys, until they give
+		watch := func(now time.Duration, _, from overlay.NodeID, m *pb.Envelope) {
+			b := m.GetBalance()
+			switch {
+			case b.GetLock() != nil:
+				l := b.GetLock()
+				if len(l.Chain) == 1 && l.TmpLoad > 60 && l.Moved > 24 && l.Moved < 40 && l.GiveFirst {
+					r.pieces++
+					capped[overlay.NodeID(l.Chain[0].Id)] = true
+				}
+			case m.GetHandoff() != nil && m.GetHandoff().Seq == 0 && capped[from]:
+				delete(capped, from)
+				n := 0
+				for _, it := range m.GetHandoff().Items {
+					if rate[overlay.KeyUint64(overlay.Key(it.Key))] > 0 {
+						n++
+					}
+				}
+				r.gave = append(r.gave, n)
+			case b.GetNixTurn() != nil:
+				if first == 0 {
+					first = now
+				}
+				if b.GetNixTurn().Shift {
+					r.shiftedTo++
+				}
+			case m.GetHandoffCommit() != nil:
+				last = now
+			}
+		}
+		r.loads = waveRingAt(t, starts, rate, set, watch)
+		r.span = last - first
+		return r
+	}
+	ours := measure(func(*Config) {})
+	thesis := measure(func(c *Config) { c.Node.Balance.FaithfulChain = true })
+	t.Logf("ours: %d two-key pieces planned, hot keys given %v, %d told to give first, %v; sequential: %d, %d, %v", ours.pieces, ours.gave, ours.shiftedTo, ours.span, thesis.pieces, thesis.shiftedTo, thesis.span)
+	for name, r := range map[string]run{"ours": ours, "sequential": thesis} {
+		if id, top := maxLoad(r.loads); top > 57.3 {
+			t.Errorf("%s: %s ends at %.1f, above keep 57 (loads %v)", name, id, top, r.loads)
+		}
+	}
+	if ours.pieces == 0 || thesis.pieces != 0 {
+		t.Errorf("waves sending the lump on two keys at a time: %d ours, %d sequential; want some and none", ours.pieces, thesis.pieces)
+	}
+	for _, n := range ours.gave {
+		if n != 2 {
+			t.Errorf("an initiator that planned two keys gave %d (gave %v)", n, ours.gave)
+		}
+	}
+	if ours.shiftedTo == 0 {
+		t.Error("no member was told to give first: the pieces did not make a shifted chain")
+	}
+}
