@@ -120,7 +120,8 @@ type Config struct {
 	// two moving along a packed region), the end node tells every other member to give at once,
 	// and each of the others gives as soon as its piece is in: the chain takes two handoff times
 	// whatever its length, not one a member, and such a wave may reserve up to shiftReach·ttl
-	// nodes.
+	// nodes; and a node whose last wave that way brought no migrants sends a lump on in pieces
+	// every full member can give first (shiftablePiece).
 	FaithfulChain bool
 	// IBInterval and IBEpsilon: Item Balancing's probe period and lightness ratio.
 	IBInterval time.Duration
