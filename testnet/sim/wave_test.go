@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -78,6 +79,15 @@ func waveRingAt(t *testing.T, starts []uint64, rate [100]float64, set func(*Conf
 		loads[s.id] = s.node.Balancer.Load()
 	}
 	return loads
+}
+
+// wantUnderKeep fails the test where a node of loads ends above keep (57, plus the load
+// tracker's noise).
+func wantUnderKeep(t *testing.T, what string, loads map[overlay.NodeID]float64) {
+	t.Helper()
+	if id, top := maxLoad(loads); top > 57.3 {
+		t.Errorf("%s: %s ends at %.1f, above keep 57 (loads %v)", what, id, top, loads)
+	}
 }
 
 func maxLoad(loads map[overlay.NodeID]float64) (overlay.NodeID, float64) {
@@ -181,9 +191,7 @@ func TestNIXChainPassesTurnAtFlip(t *testing.T) {
 		}
 	}
 	loads := waveRing(t, headroomLayout(), func(*Config) {}, watch)
-	if id, top := maxLoad(loads); top > 57.3 {
-		t.Errorf("%s ends at %.1f, above keep 57 (loads %v)", id, top, loads)
-	}
+	wantUnderKeep(t, "the wave", loads)
 	if passed == 0 {
 		t.Fatal("no NIX turn was passed on: this layout no longer makes a chain")
 	}
@@ -214,9 +222,7 @@ func TestNIXTurnWaitsForOvertakenCommit(t *testing.T) {
 			c.FitTimeouts()
 		}
 		loads := waveRing(t, headroomLayout(), set, watch)
-		if id, top := maxLoad(loads); top > 57.3 {
-			t.Errorf("seed %d: %s ends at %.1f, above keep 57 (loads %v)", seed, id, top, loads)
-		}
+		wantUnderKeep(t, fmt.Sprintf("seed %d", seed), loads)
 	}
 	if overtaken == 0 {
 		t.Fatal("no NIX turn overtook a commit in six seeds: the test no longer checks the wait")
@@ -281,11 +287,8 @@ func TestShiftedChain(t *testing.T) {
 	ours := measure(func(*Config) {})
 	thesis := measure(func(c *Config) { c.Node.Balance.FaithfulChain = true })
 	t.Logf("shifted: %v, %d told to give first, longest lock request %d; sequential: %v, longest %d", ours.span, ours.shiftedTo, ours.longestChain, thesis.span, thesis.longestChain)
-	for name, r := range map[string]run{"shifted": ours, "sequential": thesis} {
-		if id, top := maxLoad(r.loads); top > 57.3 {
-			t.Errorf("%s chain: %s ends at %.1f, above keep 57 (loads %v)", name, id, top, r.loads)
-		}
-	}
+	wantUnderKeep(t, "shifted chain", ours.loads)
+	wantUnderKeep(t, "sequential chain", thesis.loads)
 	if ours.shiftedTo < 4 || thesis.shiftedTo != 0 {
 		t.Fatalf("members told to give first: %d shifted, %d sequential; want at least 4 (every other one of seven) and 0", ours.shiftedTo, thesis.shiftedTo)
 	}
@@ -328,16 +331,14 @@ func TestLumpGoesOnInShiftablePieces(t *testing.T) {
 	}
 	type run struct {
 		loads     map[overlay.NodeID]float64
-		pieces    int           // lock requests from an initiator over thres planning two keys
-		gave      []int         // hot keys in the first NIX of each such initiator after it
-		shiftedTo int           // members told by an end node to give first
-		span      time.Duration // from the first NIX turn to the last piece's commit
+		pieces    int   // lock requests from an initiator over thres planning two keys
+		gave      []int // hot keys in the first NIX of each such initiator after it
+		shiftedTo int   // members told by an end node to give first
 	}
 	measure := func(set func(*Config)) run {
 		var r run
-		var first, last time.Duration
 		capped := map[overlay.NodeID]bool{} // initiators that planned two keys, until they give
-		watch := func(now time.Duration, _, from overlay.NodeID, m *pb.Envelope) {
+		watch := func(_ time.Duration, _, from overlay.NodeID, m *pb.Envelope) {
 			b := m.GetBalance()
 			switch {
 			case b.GetLock() != nil:
@@ -355,29 +356,18 @@ func TestLumpGoesOnInShiftablePieces(t *testing.T) {
 					}
 				}
 				r.gave = append(r.gave, n)
-			case b.GetNixTurn() != nil:
-				if first == 0 {
-					first = now
-				}
-				if b.GetNixTurn().Shift {
-					r.shiftedTo++
-				}
-			case m.GetHandoffCommit() != nil:
-				last = now
+			case b.GetNixTurn().GetShift():
+				r.shiftedTo++
 			}
 		}
 		r.loads = waveRingAt(t, starts, rate, set, watch)
-		r.span = last - first
 		return r
 	}
 	ours := measure(func(*Config) {})
 	thesis := measure(func(c *Config) { c.Node.Balance.FaithfulChain = true })
-	t.Logf("ours: %d two-key pieces planned, hot keys given %v, %d told to give first, %v; sequential: %d, %d, %v", ours.pieces, ours.gave, ours.shiftedTo, ours.span, thesis.pieces, thesis.shiftedTo, thesis.span)
-	for name, r := range map[string]run{"ours": ours, "sequential": thesis} {
-		if id, top := maxLoad(r.loads); top > 57.3 {
-			t.Errorf("%s: %s ends at %.1f, above keep 57 (loads %v)", name, id, top, r.loads)
-		}
-	}
+	t.Logf("ours: %d two-key pieces planned, hot keys given %v, %d told to give first; sequential: %d, %d", ours.pieces, ours.gave, ours.shiftedTo, thesis.pieces, thesis.shiftedTo)
+	wantUnderKeep(t, "ours", ours.loads)
+	wantUnderKeep(t, "sequential", thesis.loads)
 	if ours.pieces == 0 || thesis.pieces != 0 {
 		t.Errorf("waves sending the lump on two keys at a time: %d ours, %d sequential; want some and none", ours.pieces, thesis.pieces)
 	}
