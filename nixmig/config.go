@@ -196,8 +196,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("a must lie in (0, 1], got %v", c.A)
 	case !(c.Headroom >= 0 && c.Headroom < 1):
 		return fmt.Errorf("headroom must lie in [0, 1), got %v", c.Headroom)
-	case c.TTL < 1:
-		return fmt.Errorf("ttl must be at least 1, got %d", c.TTL)
+	case c.TTL < 1 || c.TTL > MaxTTL:
+		return fmt.Errorf("ttl must lie in [1, %d], got %d", MaxTTL, c.TTL)
 	case c.Window <= 0 || c.Slots < 1 || c.Window/time.Duration(c.Slots) <= 0:
 		return fmt.Errorf("load window %v with %d slots is unusable", c.Window, c.Slots)
 	case c.CheckInterval <= 0 || c.Lease <= 0 || c.HopTime <= 0 || c.IBInterval <= 0 || c.DirectionHalfLife <= 0:

@@ -11,6 +11,9 @@ import (
 // maxChain bounds the node lists a balancing message may carry.
 const maxChain = 64
 
+// MaxTTL is the largest ttl: a wave's lock request names every node it reserved.
+const MaxTTL = maxChain - 1
+
 // Validate checks a balancing message's fields before Handle may see it: invalid messages are
 // rejected and counted by the caller, never acted on.
 func Validate(m *pb.Balance) error {

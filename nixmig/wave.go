@@ -252,7 +252,8 @@ func packedLoad(loads []float64, keep float64) float64 {
 // --- the local wave (SPEC §6.1) ---
 
 // shiftReach: a local wave whose members can all give their pieces from their own keys (a
-// shifted NIX chain, Config.FaithfulChain) reserves up to shiftReach·ttl nodes. The thesis's ttl
+// shifted NIX chain, Config.FaithfulChain) reserves up to shiftReach·ttl nodes (never more
+// than a balancing message may name, maxChain). The thesis's ttl
 // bounds a wave because its chain takes a handoff time per member; a shifted chain takes two
 // whatever its length, so a lump of a key or two crossing a packed region to a node with room
 // 100–180 nodes away (the narrow pulses' tails, RESULTS.md) travels four times as far a wave.
@@ -282,7 +283,7 @@ func (b *Balancer) onLockRequest(from overlay.Peer, wave uint64, r *pb.LockReque
 		giveFirst := r.GiveFirst && own
 		reach := b.cfg.TTL
 		if giveFirst && !b.cfg.FaithfulChain {
-			reach = shiftReach * b.cfg.TTL
+			reach = min(shiftReach*b.cfg.TTL, maxChain-1)
 		}
 		if reserved := len(chain) - 1; reserved < reach {
 			b.send(next.ID, wave, &pb.LockRequest{Dir: r.Dir, Chain: overlay.PeersToPB(chain), TmpLoad: tmpL, Moved: piece, GiveFirst: giveFirst})

@@ -278,8 +278,8 @@ func (f *balanceFlags) validate() error {
 		return badUsage("--over-thres must exceed --thres (got %g and %g)", f.overThres, f.thres)
 	}
 	switch {
-	case f.ttl < 1:
-		return badUsage("--ttl must be at least 1 (got %d)", f.ttl)
+	case f.ttl < 1 || f.ttl > nixmig.MaxTTL:
+		return badUsage("--ttl must lie in [1, %d] (got %d)", nixmig.MaxTTL, f.ttl)
 	case f.buckets < 1:
 		return badUsage("--buckets must be at least 1 (got %d)", f.buckets)
 	case f.rangeKeys < 1:
