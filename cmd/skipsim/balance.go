@@ -114,7 +114,7 @@ func (f *balanceFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.thres, "thres", f.thres, "overload threshold in keys served per second")
 	fs.Float64Var(&f.overThres, "over-thres", f.overThres, "above this load only the share --a of the excess moves in one NIX")
 	fs.Float64Var(&f.a, "a", f.a, "share of the excess moved above --over-thres, in (0,1]")
-	fs.IntVar(&f.ttl, "ttl", f.ttl, "most nodes one local wave reserves")
+	fs.IntVar(&f.ttl, "ttl", f.ttl, "most nodes one local wave reserves, 1 to 63 (a wave whose members can all give first may reserve 4·ttl, at most 63)")
 	fs.StringVar(&f.unl, "unl", f.unl, "underloaded-node location: smart (SmartUNL hint cache, then probes) or random (probes only)")
 	fs.StringVar(&f.rnp, "rnp", f.rnp, "side a migrant joins: smart (SmartRNP), random or adversarial")
 	fs.Float64Var(&f.headroom, "headroom", f.headroom, "share of thres the nodes of a wave try to keep free, in [0,1) (0: the thesis's rule)")
