@@ -252,11 +252,11 @@ func packedLoad(loads []float64, keep float64) float64 {
 // --- the local wave (SPEC §6.1) ---
 
 // shiftReach: a local wave whose members can all give their pieces from their own keys (a
-// shifted NIX chain, Config.FaithfulChain) reserves up to shiftReach·ttl nodes (never more
-// than a balancing message may name, maxChain). The thesis's ttl
-// bounds a wave because its chain takes a handoff time per member; a shifted chain takes two
-// whatever its length, so a lump of a key or two crossing a packed region to a node with room
-// 100–180 nodes away (the narrow pulses' tails, RESULTS.md) travels four times as far a wave.
+// shifted NIX chain, Config.FaithfulChain) reserves up to shiftReach·ttl nodes, never more than
+// a balancing message may name (maxChain). The thesis's ttl bounds a wave because its chain
+// takes a handoff time per member; a shifted chain takes two whatever its length, so a lump of a
+// key or two crossing a packed region to a node with room 100–180 nodes away (the narrow
+// pulses' tails, RESULTS.md) travels four times as far a wave.
 // The lock wave still takes a hop a member: at ttl 5, 20 nodes lock in 20 s, half a lease.
 const shiftReach = 4
 

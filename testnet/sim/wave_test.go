@@ -81,6 +81,12 @@ func waveRingAt(t *testing.T, starts []uint64, rate [100]float64, set func(*Conf
 	return loads
 }
 
+// oursAndSequential runs measure with our NIX chain and with the thesis's sequential one
+// (FaithfulChain).
+func oursAndSequential[R any](measure func(set func(*Config)) R) (ours, sequential R) {
+	return measure(func(*Config) {}), measure(func(c *Config) { c.Node.Balance.FaithfulChain = true })
+}
+
 // wantUnderKeep fails the test where a node of loads ends above keep (57, plus the load
 // tracker's noise).
 func wantUnderKeep(t *testing.T, what string, loads map[overlay.NodeID]float64) {
@@ -284,8 +290,7 @@ func TestShiftedChain(t *testing.T) {
 		r.span = last - first
 		return r
 	}
-	ours := measure(func(*Config) {})
-	thesis := measure(func(c *Config) { c.Node.Balance.FaithfulChain = true })
+	ours, thesis := oursAndSequential(measure)
 	t.Logf("shifted: %v, %d told to give first, longest lock request %d; sequential: %v, longest %d", ours.span, ours.shiftedTo, ours.longestChain, thesis.span, thesis.longestChain)
 	wantUnderKeep(t, "shifted chain", ours.loads)
 	wantUnderKeep(t, "sequential chain", thesis.loads)
@@ -363,8 +368,7 @@ func TestLumpGoesOnInShiftablePieces(t *testing.T) {
 		r.loads = waveRingAt(t, starts, rate, set, watch)
 		return r
 	}
-	ours := measure(func(*Config) {})
-	thesis := measure(func(c *Config) { c.Node.Balance.FaithfulChain = true })
+	ours, thesis := oursAndSequential(measure)
 	t.Logf("ours: %d two-key pieces planned, hot keys given %v, %d told to give first; sequential: %d, %d", ours.pieces, ours.gave, ours.shiftedTo, thesis.pieces, thesis.shiftedTo)
 	wantUnderKeep(t, "ours", ours.loads)
 	wantUnderKeep(t, "sequential", thesis.loads)
