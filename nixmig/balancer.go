@@ -26,6 +26,7 @@ type Stats struct {
 	WavesStarted, WavesOK, WavesFailed int
 	LockRefusals                       int // lock requests this node refused
 	NIX, MIG                           int // NIX handoffs given, migrations done (counted at the end node)
+	SplitLeaves                        int // migrations whose range went to both neighbours (counted at the migrant)
 	Probes                             int // probe messages sent (UNL fallback, Item Balancing)
 	UNLHits                            int // remote waves whose candidate came from the hint cache
 	RemoteTries, RemoteAccepted        int // remote lock requests to a candidate M, and accepted ones
@@ -80,6 +81,10 @@ type endState struct {
 	probes   int // probes left in this search
 	m        overlay.Peer
 	migrants []overlay.Peer // nil while the remote wave is under way
+	// absorber: the node after the last migrant, when it takes the top of that migrant's range
+	// (a split leave): at least giveUp, at most giveUpMax of load.
+	absorber          overlay.Peer
+	giveUp, giveUpMax float64
 	// chainDone: the NIX chain reached this node. The MIG phase starts when the chain is done
 	// and the remote wave is over (migrants not nil).
 	chainDone bool

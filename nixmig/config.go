@@ -112,7 +112,9 @@ type Config struct {
 	// fewer items is asked first. A migrant hands its whole range to M, so without the rule a
 	// node that took in earlier migrants' ranges could be sent away with all of them, and a
 	// large cold range rolled on from node to node; with it, each time an item moves in a leave
-	// its new holder is at least 1.25 times as large as its old one.
+	// its new holder is at least 1.25 times as large as its old one. Ours also has split leaves:
+	// a node M cannot take whole may be the last migrant if its successor takes the top of its
+	// range (onAbsorb); with FaithfulMigrants a migrant leaves its whole range to M.
 	FaithfulMigrants bool
 	// FaithfulChain: the NIX chain runs one member after another (SPEC §6.3), each giving once
 	// its piece is in, and a local wave reserves at most ttl nodes. Ours: when every member
@@ -168,7 +170,7 @@ func (c Config) LockLease() time.Duration {
 // Faithful returns c with the thesis's literal rules wherever ours differ: no headroom, waves
 // planned with bare excesses, its exNodes and migrant-share formulas, an exam that ends at the
 // first candidate M that accepts, a NIX phase that follows the exam and runs one member after
-// another, any light node a migrant whatever it stores.
+// another, any light node a migrant whatever it stores and leaving its whole range to M.
 func (c Config) Faithful() Config {
 	c.Headroom = 0
 	c.FaithfulMoved, c.FaithfulExNodes, c.FaithfulMigShare, c.FaithfulRemote = true, true, true, true

@@ -178,20 +178,69 @@ func (b *Balancer) onRemoteLock(from overlay.Peer, wave uint64, r *pb.RemoteLock
 		b.send(succ.ID, wave, &pb.RemoteLock{End: r.End, Want: r.Want, AccLoad: l, MThres: b.cfg.Keep(), M: self, AccItems: uint64(b.store.Len())})
 		return
 	}
+	if r.Absorb {
+		b.onAbsorb(end, wave, r, l, lease)
+		return
+	}
 	reply := &pb.RemoteReply{M: r.M, Migrants: r.Migrants}
 	items := uint64(b.store.Len())
-	if !b.idle() || end == b.sg.ID() || r.AccLoad+l >= r.MThres || (!b.cfg.FaithfulMigrants && items > migrantSizeRatio*r.AccItems) {
+	if !b.idle() || end == b.sg.ID() || (!b.cfg.FaithfulMigrants && items > migrantSizeRatio*r.AccItems) {
 		b.send(end, wave, reply)
+		return
+	}
+	_, succ := b.sg.Neighbors(0)
+	lastOne := succ.IsZero() || succ.ID == b.sg.ID()
+	if r.AccLoad+l >= r.MThres {
+		// M cannot take this node's range whole; with split leaves the node after it may take
+		// the top of the range, and this node is the last migrant.
+		if !b.splitLeaves() || lastOne || succ.ID == end || succ.ID == overlay.NodeID(r.M.Id) {
+			b.send(end, wave, reply)
+			return
+		}
+		b.lockFor(wave, roleMigrant, lease)
+		b.send(succ.ID, wave, &pb.RemoteLock{End: r.End, Want: r.Want, AccLoad: r.AccLoad + l, MThres: r.MThres, M: r.M,
+			Migrants: append(r.Migrants, b.sg.Self().ToPB()), AccItems: r.AccItems + items, Absorb: true, LastLoad: l})
 		return
 	}
 	b.lockFor(wave, roleMigrant, lease)
 	migrants := append(r.Migrants, b.sg.Self().ToPB())
-	_, succ := b.sg.Neighbors(0)
-	if len(migrants) >= int(r.Want) || succ.IsZero() || succ.ID == b.sg.ID() {
+	if len(migrants) >= int(r.Want) || lastOne {
 		b.send(end, wave, &pb.RemoteReply{M: r.M, Migrants: migrants})
 		return
 	}
 	b.send(succ.ID, wave, &pb.RemoteLock{End: r.End, Want: r.Want, AccLoad: r.AccLoad + l, MThres: r.MThres, M: r.M, Migrants: migrants, AccItems: r.AccItems + items})
+}
+
+// splitLeaves reports whether a migrant whose load M cannot take whole may leave part of its
+// range to its successor (ours; not in MIG only, whose migrations hand ranges to M alone, nor
+// with the thesis's migrant rules).
+func (b *Balancer) splitLeaves() bool {
+	return b.cfg.Algorithm == NIXMIG && !b.cfg.FaithfulMigrants
+}
+
+// onAbsorb answers a remote lock sent past the last migrant, whose load M cannot take whole: this
+// node, its successor, takes the top of the migrant's range first (a split leave) if it has room
+// for the load M has not. It asks for what leaves M and itself equally loaded, at least M's
+// overflow, and at most halfway from the overflow to the migrant's whole load (the migrant keeps
+// a key or more for M: a NIX never hands over a whole range). Refusing, it frees the last migrant
+// and the wave goes on with the migrants before it.
+//
+// Near the end of a mild skew (zipf θ = 1) nodes with room are many but no two neighbours
+// together are under keep, so no node could migrate and lumps travelled hundreds of nodes by NIX
+// chains to them; two neighbours of a leaving node share its load.
+func (b *Balancer) onAbsorb(end overlay.NodeID, wave uint64, r *pb.RemoteLock, l float64, lease time.Duration) {
+	n := len(r.Migrants)
+	last := overlay.NodeID(r.Migrants[n-1].Id)
+	overflow := r.AccLoad - r.MThres
+	giveUp := min(max((r.AccLoad-l)/2, overflow), (overflow+r.LastLoad)/2)
+	room := b.cfg.Keep() - l
+	if !b.idle() || end == b.sg.ID() || overflow >= r.LastLoad || giveUp >= room {
+		b.send(last, wave, &pb.Release{Reason: "no room after the last migrant"})
+		b.send(end, wave, &pb.RemoteReply{M: r.M, Migrants: r.Migrants[:n-1]})
+		return
+	}
+	b.lockFor(wave, roleRemote, lease)
+	b.send(end, wave, &pb.RemoteReply{M: r.M, Migrants: r.Migrants, Absorber: b.sg.Self().ToPB(), GiveUp: giveUp, GiveUpMax: room})
 }
 
 func (b *Balancer) onRemoteReply(wave uint64, r *pb.RemoteReply) {
@@ -217,6 +266,10 @@ func (b *Balancer) onRemoteReply(wave uint64, r *pb.RemoteReply) {
 	}
 	e.m = overlay.PeerFromPB(r.M)
 	e.migrants = overlay.PeersFromPB(r.Migrants)
+	if r.Absorber != nil {
+		e.absorber = overlay.PeerFromPB(r.Absorber)
+		e.giveUp, e.giveUpMax = r.GiveUp, r.GiveUpMax
+	}
 	b.searchOver(e)
 }
 
@@ -429,7 +482,11 @@ func (b *Balancer) orderMigrant(e *endState) {
 	i := e.ordered
 	e.ordered++
 	b.renew(e.wave, b.cfg.LockLease())
-	b.send(e.migrants[i].ID, e.wave, &pb.MigOrder{Target: b.sg.Self().ToPB(), Split: []byte(e.splits[i]), Below: e.below})
+	o := &pb.MigOrder{Target: b.sg.Self().ToPB(), Split: []byte(e.splits[i]), Below: e.below}
+	if i == len(e.migrants)-1 && !e.absorber.IsZero() {
+		o.Absorber, o.GiveUp, o.GiveUpMax = e.absorber.ToPB(), e.giveUp, e.giveUpMax
+	}
+	b.send(e.migrants[i].ID, e.wave, o)
 }
 
 // placeBelow is SmartRNP (SPEC §7.2): the migrant goes to the side whose piece carrying share
@@ -518,14 +575,54 @@ func (b *Balancer) onMigOrder(from overlay.Peer, wave uint64, o *pb.MigOrder) {
 		return
 	}
 	b.renew(wave, b.cfg.LockLease()*4)
+	if o.GiveUp > 0 {
+		b.splitLeave(from, wave, o)
+		return
+	}
+	b.migrate(from, wave, o)
+}
+
+func (b *Balancer) migrate(from overlay.Peer, wave uint64, o *pb.MigOrder) {
 	inc := b.sg.Self().Incarnation
 	if err := b.sg.Migrate(overlay.NodeID(o.Target.Id), overlay.Key(o.Split), o.Below); err != nil {
-		b.env.Logger().Info("migration refused", zap.Error(err))
-		b.unlock(wave)
-		b.send(from.ID, wave, &pb.MigDone{})
+		b.migrationFailed(from, wave, err.Error())
 		return
 	}
 	b.migrating = &migrating{wave: wave, end: from.ID, incarnation: inc}
+}
+
+func (b *Balancer) migrationFailed(from overlay.Peer, wave uint64, reason string) {
+	b.env.Logger().Info("migration refused", zap.String("reason", reason))
+	b.unlock(wave)
+	b.send(from.ID, wave, &pb.MigDone{})
+}
+
+// splitLeave hands the top of this migrant's range, carrying at least o.GiveUp, to its successor
+// (the absorber the remote wave reserved) by a NIX, then migrates: its leave hands the rest to M.
+// The piece may not carry more than the absorber had room for.
+func (b *Balancer) splitLeave(from overlay.Peer, wave uint64, o *pb.MigOrder) {
+	_, succ := b.sg.Neighbors(0)
+	if o.Absorber == nil || succ.ID != overlay.NodeID(o.Absorber.Id) {
+		b.migrationFailed(from, wave, "split leave: the absorber is no longer the successor")
+		return
+	}
+	_, split, load, found := b.shortestPiece(true, o.GiveUp)
+	if !found || load > o.GiveUpMax {
+		b.migrationFailed(from, wave, "split leave: no piece fits the absorber")
+		return
+	}
+	err := b.sg.GiveNIX(true, split, pb.Cause_CAUSE_BALANCE, func(ok bool, _ int) {
+		if !ok || b.lock.wave != wave {
+			b.migrationFailed(from, wave, "split leave: the piece did not go")
+			return
+		}
+		b.Stats.NIX++
+		b.Stats.SplitLeaves++
+		b.migrate(from, wave, o)
+	})
+	if err != nil {
+		b.migrationFailed(from, wave, err.Error())
+	}
 }
 
 // checkMigration tells the end node how this node's migration goes: once its old range is
@@ -589,6 +686,9 @@ func (b *Balancer) finishEnd(e *endState, ok bool) {
 	b.end = nil
 	if e.m.ID != "" && e.migrants != nil {
 		b.send(e.m.ID, e.wave, &pb.Release{Reason: "wave over"})
+	}
+	if !e.absorber.IsZero() {
+		b.send(e.absorber.ID, e.wave, &pb.Release{Reason: "wave over"})
 	}
 	for _, p := range e.migrants[min(e.ordered, len(e.migrants)):] {
 		b.send(p.ID, e.wave, &pb.Release{Reason: "wave over"})

@@ -323,3 +323,35 @@ func TestRemoteWaveKeepsHeadroom(t *testing.T) {
 		}
 	}
 }
+
+// TestAbsorberTakesTheTopOfTheLastMigrant: a remote lock sent past the last migrant s (absorb),
+// whose 35 M cannot take whole (M and the migrants 70 against M's keep 57). An idle node with
+// room reserves itself and names the load to take: what leaves M and itself equal, capped
+// halfway from M's overflow (13) to s's whole load, so that s keeps a key for M — here, at load
+// 0, 24 of s's 35, and at most its room, 57. Asked to take more than its room (an overflow of
+// 63), it frees s and the end node gets the migrants before s.
+func TestAbsorberTakesTheTopOfTheLastMigrant(t *testing.T) {
+	const wave = 11
+	ask := func(accLoad, lastLoad float64) (*recordingEnv, *pb.RemoteReply) {
+		t.Helper()
+		env, b := loneNode(t, "a", store.NewMemory(), DefaultConfig())
+		b.onRemoteLock(overlay.Peer{ID: "s"}, wave, &pb.RemoteLock{End: ref("e"), Want: 3, AccLoad: accLoad, MThres: 57, M: ref("m"),
+			Migrants: []*pb.NodeRef{ref("r"), ref("s")}, Absorb: true, LastLoad: lastLoad})
+		for _, s := range env.sent {
+			if r := s.m.GetBalance().GetRemoteReply(); r != nil && s.to == "e" {
+				return env, r
+			}
+		}
+		t.Fatal("no remote reply to the end node")
+		return nil, nil
+	}
+	_, r := ask(70, 35)
+	if r.Absorber == nil || string(r.Absorber.Id) != "a" || len(r.Migrants) != 2 || r.GiveUp != 24 || r.GiveUpMax != 57 {
+		t.Errorf("with room: absorber %v, %d migrants, give up %v (max %v); want a, 2, 24 (57)", r.Absorber, len(r.Migrants), r.GiveUp, r.GiveUpMax)
+	}
+	env, r := ask(120, 70)
+	_, releases := env.balanceOps()
+	if r.Absorber != nil || len(r.Migrants) != 1 || string(r.Migrants[0].Id) != "r" || !slices.Equal(releases, []overlay.NodeID{"s"}) {
+		t.Errorf("without room: absorber %v, migrants %v, releases %v; want none, [r], [s]", r.Absorber, r.Migrants, releases)
+	}
+}

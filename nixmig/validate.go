@@ -73,17 +73,31 @@ func Validate(m *pb.Balance) error {
 		if r.M != nil {
 			m = append(m, r.M)
 		}
-		return errors.Join(refs(r.Migrants), refs(m), finite(r.AccLoad, r.MThres))
-	case *pb.Balance_RemoteReply:
-		var m []*pb.NodeRef
-		if op.RemoteReply.M != nil {
-			m = append(m, op.RemoteReply.M)
+		if r.Absorb && (r.M == nil || len(r.Migrants) == 0) {
+			return errors.New("remote lock asks to absorb without M or a migrant")
 		}
-		return errors.Join(refs(op.RemoteReply.Migrants), refs(m))
+		return errors.Join(refs(r.Migrants), refs(m), finite(r.AccLoad, r.MThres, r.LastLoad))
+	case *pb.Balance_RemoteReply:
+		r := op.RemoteReply
+		var m []*pb.NodeRef
+		for _, ref := range []*pb.NodeRef{r.M, r.Absorber} {
+			if ref != nil {
+				m = append(m, ref)
+			}
+		}
+		if r.Absorber != nil && (r.M == nil || len(r.Migrants) == 0) {
+			return errors.New("remote reply names an absorber without M or a migrant")
+		}
+		return errors.Join(refs(r.Migrants), refs(m), finite(r.GiveUp, r.GiveUpMax))
 	case *pb.Balance_MigOrder:
-		if op.MigOrder.Target == nil || len(op.MigOrder.Target.Id) == 0 {
+		o := op.MigOrder
+		if o.Target == nil || len(o.Target.Id) == 0 {
 			return errors.New("migration order without target")
 		}
+		if o.GiveUp > 0 && (o.Absorber == nil || len(o.Absorber.Id) == 0) {
+			return errors.New("split leave without absorber")
+		}
+		return finite(o.GiveUp, o.GiveUpMax)
 	case *pb.Balance_Probe:
 		return finite(op.Probe.Load)
 	case *pb.Balance_ProbeReply:

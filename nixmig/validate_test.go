@@ -30,6 +30,12 @@ func TestValidateRejectsBadMessages(t *testing.T) {
 		"remote no end":      {Wave: 1, Op: &pb.Balance_RemoteLock{RemoteLock: &pb.RemoteLock{Want: 1}}},
 		"remote huge want":   {Wave: 1, Op: &pb.Balance_RemoteLock{RemoteLock: &pb.RemoteLock{End: ref("e"), Want: maxChain + 1}}},
 		"mig no target":      {Wave: 1, Op: &pb.Balance_MigOrder{MigOrder: &pb.MigOrder{Split: []byte("k")}}},
+		"absorb no migrant":  {Wave: 1, Op: &pb.Balance_RemoteLock{RemoteLock: &pb.RemoteLock{End: ref("e"), M: ref("m"), Absorb: true}}},
+		"absorb NaN load":    {Wave: 1, Op: &pb.Balance_RemoteLock{RemoteLock: &pb.RemoteLock{End: ref("e"), M: ref("m"), Migrants: []*pb.NodeRef{ref("s")}, Absorb: true, LastLoad: math.NaN()}}},
+		"absorber no M":      {Wave: 1, Op: &pb.Balance_RemoteReply{RemoteReply: &pb.RemoteReply{Migrants: []*pb.NodeRef{ref("s")}, Absorber: ref("a")}}},
+		"absorber empty":     {Wave: 1, Op: &pb.Balance_RemoteReply{RemoteReply: &pb.RemoteReply{M: ref("m"), Migrants: []*pb.NodeRef{ref("s")}, Absorber: &pb.NodeRef{}}}},
+		"split no absorber":  {Wave: 1, Op: &pb.Balance_MigOrder{MigOrder: &pb.MigOrder{Target: ref("e"), GiveUp: 5, GiveUpMax: 9}}},
+		"split inf max":      {Wave: 1, Op: &pb.Balance_MigOrder{MigOrder: &pb.MigOrder{Target: ref("e"), Absorber: ref("a"), GiveUp: 5, GiveUpMax: math.Inf(1)}}},
 		"probe negative":     {Wave: 1, Op: &pb.Balance_Probe{Probe: &pb.Probe{Load: -1}}},
 		"reply inf":          {Wave: 1, Op: &pb.Balance_ProbeReply{ProbeReply: &pb.ProbeReply{Load: math.Inf(1)}}},
 		"offer no step":      {Wave: 1, Op: &pb.Balance_IbOffer{IbOffer: &pb.IBOffer{Heavy: ref("h")}}},
@@ -44,6 +50,9 @@ func TestValidateRejectsBadMessages(t *testing.T) {
 		{Wave: 1, Op: &pb.Balance_Lock{Lock: &pb.LockRequest{Dir: pb.Side_SIDE_SUCC, Chain: []*pb.NodeRef{ref("a")}, TmpLoad: 90, Moved: 30}}},
 		{Wave: 1, Op: &pb.Balance_NixTurn{NixTurn: &pb.NixTurn{Dir: pb.Side_SIDE_PRED, Chain: []*pb.NodeRef{ref("a"), ref("b")}, Index: 1}}},
 		{Wave: 1, Op: &pb.Balance_RemoteLock{RemoteLock: &pb.RemoteLock{End: ref("e"), Want: 3, M: ref("m")}}},
+		{Wave: 1, Op: &pb.Balance_RemoteLock{RemoteLock: &pb.RemoteLock{End: ref("e"), M: ref("m"), Migrants: []*pb.NodeRef{ref("s")}, Absorb: true, AccLoad: 70, LastLoad: 35}}},
+		{Wave: 1, Op: &pb.Balance_RemoteReply{RemoteReply: &pb.RemoteReply{M: ref("m"), Migrants: []*pb.NodeRef{ref("s")}, Absorber: ref("a"), GiveUp: 17, GiveUpMax: 22}}},
+		{Wave: 1, Op: &pb.Balance_MigOrder{MigOrder: &pb.MigOrder{Target: ref("e"), Absorber: ref("a"), GiveUp: 17, GiveUpMax: 22}}},
 		{Wave: 1, Op: &pb.Balance_IbOffer{IbOffer: &pb.IBOffer{Heavy: ref("h"), Step: pb.IBStep_IB_PLACE}}},
 	}
 	for i, m := range good {

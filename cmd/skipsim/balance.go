@@ -118,7 +118,7 @@ func (f *balanceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.unl, "unl", f.unl, "underloaded-node location: smart (SmartUNL hint cache, then probes) or random (probes only)")
 	fs.StringVar(&f.rnp, "rnp", f.rnp, "side a migrant joins: smart (SmartRNP), random or adversarial")
 	fs.Float64Var(&f.headroom, "headroom", f.headroom, "share of thres the nodes of a wave try to keep free, in [0,1) (0: the thesis's rule)")
-	fs.BoolVar(&f.faithful, "faithful", false, "the thesis's literal rules: no headroom, waves planned with bare excesses, its exNodes and migrant-share formulas, an exam that ends at the first candidate that accepts, a sequential NIX chain after the exam within ttl that carries a lump whole, any light node a migrant whatever it stores")
+	fs.BoolVar(&f.faithful, "faithful", false, "the thesis's literal rules: no headroom, waves planned with bare excesses, its exNodes and migrant-share formulas, an exam that ends at the first candidate that accepts, a sequential NIX chain after the exam within ttl that carries a lump whole, any light node a migrant whatever it stores, every migrant's whole range left to M")
 	fs.Float64Var(&f.loss, "loss", 0, "`probability` that a message is lost, in [0,1)")
 	fs.Float64Var(&f.crash, "crash", 0, "`fraction` of the nodes that crash at once, in [0,1)")
 	durationVar(fs, &f.crashAfter, "crash-after", "the crash comes this `time` after the warm-up")
@@ -451,7 +451,7 @@ func printBalance(w io.Writer, doc balanceDoc, p sim.BalanceParams) {
 	}
 	fmt.Fprintf(t, "items moved\t%d (SPEC §10 lower bound %d, ratio %s; placement bound %d, ratio %s)\n",
 		r.Items, r.LowerBound, per(r.LowerBound), r.PlacementBound, per(r.PlacementBound))
-	fmt.Fprintf(t, "MIG:NIX\t%d:%d = %.2f\n", r.MIG, r.NIX, r.MigNix)
+	fmt.Fprintf(t, "MIG:NIX\t%d:%d = %.2f (%d split leaves)\n", r.MIG, r.NIX, r.MigNix, r.SplitLeaves)
 	fmt.Fprintf(t, "remote search\t%d probes, %d UNL hits, %d of %d remote tries accepted\n", r.Probes, r.UNLHits, r.RemoteOK, r.RemoteTries)
 	fmt.Fprintf(t, "waves\t%d started, %d ok, %d failed\n", r.WavesStarted, r.WavesOK, r.WavesFailed)
 	fmt.Fprintf(t, "Gini\t%.3f → %.3f (max/mean load %.2f → %.2f)\n", r.GiniStart, r.GiniEnd, r.MaxMeanStart, r.MaxMeanEnd)

@@ -3241,7 +3241,12 @@ type RemoteLock struct {
 	M       *NodeRef `protobuf:"bytes,6,opt,name=m,proto3" json:"m,omitempty"`
 	// Items stored by M and by the migrants reserved before: a node holding more does not migrate
 	// onto them (unless the thesis's rule is asked for).
-	AccItems      uint64 `protobuf:"varint,7,opt,name=acc_items,json=accItems,proto3" json:"acc_items,omitempty"`
+	AccItems uint64 `protobuf:"varint,7,opt,name=acc_items,json=accItems,proto3" json:"acc_items,omitempty"`
+	// absorb: sent past the last migrant, whose load M cannot take whole (acc_load, which counts
+	// it, is over m_thres): the receiver is asked to take the top of that migrant's range, of
+	// last_load, before the migrant leaves the rest to M (a split leave).
+	Absorb        bool    `protobuf:"varint,8,opt,name=absorb,proto3" json:"absorb,omitempty"`
+	LastLoad      float64 `protobuf:"fixed64,9,opt,name=last_load,json=lastLoad,proto3" json:"last_load,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3325,12 +3330,31 @@ func (x *RemoteLock) GetAccItems() uint64 {
 	return 0
 }
 
+func (x *RemoteLock) GetAbsorb() bool {
+	if x != nil {
+		return x.Absorb
+	}
+	return false
+}
+
+func (x *RemoteLock) GetLastLoad() float64 {
+	if x != nil {
+		return x.LastLoad
+	}
+	return 0
+}
+
 // RemoteReply tells the end node which remote nodes the remote wave reserved (none: refused).
 type RemoteReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	M             *NodeRef               `protobuf:"bytes,1,opt,name=m,proto3" json:"m,omitempty"`
-	Migrants      []*NodeRef             `protobuf:"bytes,2,rep,name=migrants,proto3" json:"migrants,omitempty"`
-	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	M        *NodeRef               `protobuf:"bytes,1,opt,name=m,proto3" json:"m,omitempty"`
+	Migrants []*NodeRef             `protobuf:"bytes,2,rep,name=migrants,proto3" json:"migrants,omitempty"`
+	Reason   string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// The node after the last migrant when it takes part of that migrant's range (a split leave):
+	// the load it should take (give_up) and the most it has room for (give_up_max).
+	Absorber      *NodeRef `protobuf:"bytes,4,opt,name=absorber,proto3" json:"absorber,omitempty"`
+	GiveUp        float64  `protobuf:"fixed64,5,opt,name=give_up,json=giveUp,proto3" json:"give_up,omitempty"`
+	GiveUpMax     float64  `protobuf:"fixed64,6,opt,name=give_up_max,json=giveUpMax,proto3" json:"give_up_max,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3386,13 +3410,39 @@ func (x *RemoteReply) GetReason() string {
 	return ""
 }
 
+func (x *RemoteReply) GetAbsorber() *NodeRef {
+	if x != nil {
+		return x.Absorber
+	}
+	return nil
+}
+
+func (x *RemoteReply) GetGiveUp() float64 {
+	if x != nil {
+		return x.GiveUp
+	}
+	return 0
+}
+
+func (x *RemoteReply) GetGiveUpMax() float64 {
+	if x != nil {
+		return x.GiveUpMax
+	}
+	return 0
+}
+
 // MigOrder tells a reserved remote node to migrate: leave, then join next to target at split,
 // below it or above it (SPEC §6.4).
 type MigOrder struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Target        *NodeRef               `protobuf:"bytes,1,opt,name=target,proto3" json:"target,omitempty"`
-	Split         []byte                 `protobuf:"bytes,2,opt,name=split,proto3" json:"split,omitempty"`
-	Below         bool                   `protobuf:"varint,3,opt,name=below,proto3" json:"below,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Target *NodeRef               `protobuf:"bytes,1,opt,name=target,proto3" json:"target,omitempty"`
+	Split  []byte                 `protobuf:"bytes,2,opt,name=split,proto3" json:"split,omitempty"`
+	Below  bool                   `protobuf:"varint,3,opt,name=below,proto3" json:"below,omitempty"`
+	// A split leave: before leaving, the migrant hands the top of its range carrying at least
+	// give_up (and at most give_up_max) to its successor, which must be absorber.
+	Absorber      *NodeRef `protobuf:"bytes,4,opt,name=absorber,proto3" json:"absorber,omitempty"`
+	GiveUp        float64  `protobuf:"fixed64,5,opt,name=give_up,json=giveUp,proto3" json:"give_up,omitempty"`
+	GiveUpMax     float64  `protobuf:"fixed64,6,opt,name=give_up_max,json=giveUpMax,proto3" json:"give_up_max,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3446,6 +3496,27 @@ func (x *MigOrder) GetBelow() bool {
 		return x.Below
 	}
 	return false
+}
+
+func (x *MigOrder) GetAbsorber() *NodeRef {
+	if x != nil {
+		return x.Absorber
+	}
+	return nil
+}
+
+func (x *MigOrder) GetGiveUp() float64 {
+	if x != nil {
+		return x.GiveUp
+	}
+	return 0
+}
+
+func (x *MigOrder) GetGiveUpMax() float64 {
+	if x != nil {
+		return x.GiveUpMax
+	}
+	return 0
 }
 
 // MigDone tells the end node that a migrant has handed its range over and is joining (left), or
@@ -4163,7 +4234,7 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x03dir\x18\x01 \x01(\x0e2\x17.skiprange.overlay.SideR\x03dir\x120\n" +
 	"\x05chain\x18\x02 \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05chain\x12\x14\n" +
 	"\x05index\x18\x03 \x01(\rR\x05index\x12\x14\n" +
-	"\x05shift\x18\x05 \x01(\bR\x05shiftJ\x04\b\x04\x10\x05\"\x81\x02\n" +
+	"\x05shift\x18\x05 \x01(\bR\x05shiftJ\x04\b\x04\x10\x05\"\xb6\x02\n" +
 	"\n" +
 	"RemoteLock\x12,\n" +
 	"\x03end\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x03end\x12\x12\n" +
@@ -4172,15 +4243,23 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\bacc_load\x18\x04 \x01(\x01R\aaccLoad\x12\x17\n" +
 	"\am_thres\x18\x05 \x01(\x01R\x06mThres\x12(\n" +
 	"\x01m\x18\x06 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x01m\x12\x1b\n" +
-	"\tacc_items\x18\a \x01(\x04R\baccItems\"\x87\x01\n" +
+	"\tacc_items\x18\a \x01(\x04R\baccItems\x12\x16\n" +
+	"\x06absorb\x18\b \x01(\bR\x06absorb\x12\x1b\n" +
+	"\tlast_load\x18\t \x01(\x01R\blastLoad\"\xf8\x01\n" +
 	"\vRemoteReply\x12(\n" +
 	"\x01m\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x01m\x126\n" +
 	"\bmigrants\x18\x02 \x03(\v2\x1a.skiprange.overlay.NodeRefR\bmigrants\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"j\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x126\n" +
+	"\babsorber\x18\x04 \x01(\v2\x1a.skiprange.overlay.NodeRefR\babsorber\x12\x17\n" +
+	"\agive_up\x18\x05 \x01(\x01R\x06giveUp\x12\x1e\n" +
+	"\vgive_up_max\x18\x06 \x01(\x01R\tgiveUpMax\"\xdb\x01\n" +
 	"\bMigOrder\x122\n" +
 	"\x06target\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x06target\x12\x14\n" +
 	"\x05split\x18\x02 \x01(\fR\x05split\x12\x14\n" +
-	"\x05below\x18\x03 \x01(\bR\x05below\"-\n" +
+	"\x05below\x18\x03 \x01(\bR\x05below\x126\n" +
+	"\babsorber\x18\x04 \x01(\v2\x1a.skiprange.overlay.NodeRefR\babsorber\x12\x17\n" +
+	"\agive_up\x18\x05 \x01(\x01R\x06giveUp\x12\x1e\n" +
+	"\vgive_up_max\x18\x06 \x01(\x01R\tgiveUpMax\"-\n" +
 	"\aMigDone\x12\x0e\n" +
 	"\x02ok\x18\x01 \x01(\bR\x02ok\x12\x12\n" +
 	"\x04left\x18\x02 \x01(\bR\x04left\"k\n" +
@@ -4409,22 +4488,24 @@ var file_overlay_pb_overlay_proto_depIdxs = []int32{
 	6,  // 82: skiprange.overlay.RemoteLock.m:type_name -> skiprange.overlay.NodeRef
 	6,  // 83: skiprange.overlay.RemoteReply.m:type_name -> skiprange.overlay.NodeRef
 	6,  // 84: skiprange.overlay.RemoteReply.migrants:type_name -> skiprange.overlay.NodeRef
-	6,  // 85: skiprange.overlay.MigOrder.target:type_name -> skiprange.overlay.NodeRef
-	3,  // 86: skiprange.overlay.WaveDone.dir:type_name -> skiprange.overlay.Side
-	6,  // 87: skiprange.overlay.ProbeReply.next:type_name -> skiprange.overlay.NodeRef
-	6,  // 88: skiprange.overlay.IBOffer.heavy:type_name -> skiprange.overlay.NodeRef
-	5,  // 89: skiprange.overlay.IBOffer.step:type_name -> skiprange.overlay.IBStep
-	6,  // 90: skiprange.overlay.LevelLinks.pred:type_name -> skiprange.overlay.NodeRef
-	6,  // 91: skiprange.overlay.LevelLinks.succ:type_name -> skiprange.overlay.NodeRef
-	6,  // 92: skiprange.overlay.NodeSnapshot.self:type_name -> skiprange.overlay.NodeRef
-	46, // 93: skiprange.overlay.NodeSnapshot.levels:type_name -> skiprange.overlay.LevelLinks
-	6,  // 94: skiprange.overlay.NodeSnapshot.successors:type_name -> skiprange.overlay.NodeRef
-	10, // 95: skiprange.overlay.NodeSnapshot.lost:type_name -> skiprange.overlay.KeyRange
-	96, // [96:96] is the sub-list for method output_type
-	96, // [96:96] is the sub-list for method input_type
-	96, // [96:96] is the sub-list for extension type_name
-	96, // [96:96] is the sub-list for extension extendee
-	0,  // [0:96] is the sub-list for field type_name
+	6,  // 85: skiprange.overlay.RemoteReply.absorber:type_name -> skiprange.overlay.NodeRef
+	6,  // 86: skiprange.overlay.MigOrder.target:type_name -> skiprange.overlay.NodeRef
+	6,  // 87: skiprange.overlay.MigOrder.absorber:type_name -> skiprange.overlay.NodeRef
+	3,  // 88: skiprange.overlay.WaveDone.dir:type_name -> skiprange.overlay.Side
+	6,  // 89: skiprange.overlay.ProbeReply.next:type_name -> skiprange.overlay.NodeRef
+	6,  // 90: skiprange.overlay.IBOffer.heavy:type_name -> skiprange.overlay.NodeRef
+	5,  // 91: skiprange.overlay.IBOffer.step:type_name -> skiprange.overlay.IBStep
+	6,  // 92: skiprange.overlay.LevelLinks.pred:type_name -> skiprange.overlay.NodeRef
+	6,  // 93: skiprange.overlay.LevelLinks.succ:type_name -> skiprange.overlay.NodeRef
+	6,  // 94: skiprange.overlay.NodeSnapshot.self:type_name -> skiprange.overlay.NodeRef
+	46, // 95: skiprange.overlay.NodeSnapshot.levels:type_name -> skiprange.overlay.LevelLinks
+	6,  // 96: skiprange.overlay.NodeSnapshot.successors:type_name -> skiprange.overlay.NodeRef
+	10, // 97: skiprange.overlay.NodeSnapshot.lost:type_name -> skiprange.overlay.KeyRange
+	98, // [98:98] is the sub-list for method output_type
+	98, // [98:98] is the sub-list for method input_type
+	98, // [98:98] is the sub-list for extension type_name
+	98, // [98:98] is the sub-list for extension extendee
+	0,  // [0:98] is the sub-list for field type_name
 }
 
 func init() { file_overlay_pb_overlay_proto_init() }

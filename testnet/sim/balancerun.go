@@ -97,10 +97,13 @@ type BalanceResult struct {
 	MigrantItems int `json:"items_to_migrants"`
 	// NIXItems and LeaveItems: the parts of Items moved by NIXes and by migrants' leaves (the
 	// rest is MigrantItems).
-	NIXItems     int     `json:"items_by_nix"`
-	LeaveItems   int     `json:"items_by_leaves"`
-	NIX          int     `json:"nix"`
-	MIG          int     `json:"mig"`
+	NIXItems   int `json:"items_by_nix"`
+	LeaveItems int `json:"items_by_leaves"`
+	NIX        int `json:"nix"`
+	MIG        int `json:"mig"`
+	// SplitLeaves: migrations whose range went to both neighbours (part of MIG; their NIX is
+	// counted in NIX).
+	SplitLeaves  int     `json:"split_leaves"`
 	MigNix       float64 `json:"mig_nix_ratio"`
 	Probes       int     `json:"probes"`
 	UNLHits      int     `json:"unl_hits"`
@@ -443,6 +446,7 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 		st := s.node.Balancer.Stats
 		res.NIX += st.NIX
 		res.MIG += st.MIG
+		res.SplitLeaves += st.SplitLeaves
 		res.Probes += st.Probes
 		res.UNLHits += st.UNLHits
 		res.RemoteTries += st.RemoteTries

@@ -384,3 +384,62 @@ func TestLumpGoesOnInShiftablePieces(t *testing.T) {
 		t.Error("no member was told to give first: the pieces did not make a shifted chain")
 	}
 }
+
+// TestSplitLeave: fourteen nodes, ttl 1. n00000 carries 90; the five nodes on either side of it
+// carry 55 (five keys of 11/s: none has room for a key), the three opposite it 35 each — room
+// enough, but no two neighbours together fit under keep (57), so none of them could leave its
+// range to the other and migrate. With split leaves the middle one of them gives the top of its
+// range to its successor and the rest to its predecessor (about 52 each) and joins where the
+// load is; with the thesis's migrant rules no migration happens.
+func TestSplitLeave(t *testing.T) {
+	var starts []uint64
+	var rate [100]float64
+	at := uint64(0)
+	node := func(keys int, hot int, load float64) {
+		starts = append(starts, at)
+		for k := 1; k <= hot; k++ { // the node's first key stays cold
+			rate[int(at)+k] = load
+		}
+		at += uint64(keys)
+	}
+	node(20, 18, 5)
+	for range 5 {
+		node(6, 5, 11)
+	}
+	for range 3 {
+		node(6, 5, 7)
+	}
+	for range 5 {
+		node(6, 5, 11)
+	}
+	type run struct {
+		loads       map[overlay.NodeID]float64
+		splitOrders int // migration orders asking for a split leave
+		migrations  int // migrants that joined again
+	}
+	measure := func(set func(*Config)) run {
+		var r run
+		watch := func(_ time.Duration, _, _ overlay.NodeID, m *pb.Envelope) {
+			b := m.GetBalance()
+			switch {
+			case b.GetMigOrder().GetGiveUp() > 0:
+				r.splitOrders++
+			case b.GetMigDone().GetOk():
+				r.migrations++
+			}
+		}
+		r.loads = waveRingAt(t, starts, rate, func(c *Config) { c.Node.Balance.TTL = 1; set(c) }, watch)
+		return r
+	}
+	ours := measure(func(*Config) {})
+	thesis := measure(func(c *Config) { c.Node.Balance.FaithfulMigrants = true })
+	t.Logf("ours: %d split orders, %d migrations, loads %v; thesis's migrants: %d, %d, loads %v",
+		ours.splitOrders, ours.migrations, ours.loads, thesis.splitOrders, thesis.migrations, thesis.loads)
+	wantUnderKeep(t, "split leaves", ours.loads)
+	if ours.splitOrders == 0 || ours.migrations == 0 {
+		t.Errorf("split leaves: %d orders, %d migrations; want some of each", ours.splitOrders, ours.migrations)
+	}
+	if thesis.splitOrders != 0 || thesis.migrations != 0 {
+		t.Errorf("thesis's migrant rules: %d split orders, %d migrations; want none", thesis.splitOrders, thesis.migrations)
+	}
+}
