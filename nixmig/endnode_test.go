@@ -355,3 +355,34 @@ func TestAbsorberTakesTheTopOfTheLastMigrant(t *testing.T) {
 		t.Errorf("without room: absorber %v, migrants %v, releases %v; want none, [r], [s]", r.Absorber, r.Migrants, releases)
 	}
 }
+
+// TestSplitLeaveNeedsItsAbsorber: a migrant ordered to split its leave whose successor is no
+// longer the absorber the remote wave reserved (here it has none: it is alone) gives nothing,
+// does not migrate, unlocks, and tells the end node so (MigDone without ok).
+func TestSplitLeaveNeedsItsAbsorber(t *testing.T) {
+	const wave = 12
+	st := store.NewMemory()
+	for i := range 8 {
+		if err := st.Put(overlay.Uint64Key(uint64(i)), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env, b := loneNode(t, "s", st, DefaultConfig())
+	b.lockFor(wave, roleMigrant, b.cfg.LockLease())
+	b.onMigOrder(overlay.Peer{ID: "e"}, wave, &pb.MigOrder{Target: ref("e"), Split: []byte("k"), Absorber: ref("a"), GiveUp: 10, GiveUpMax: 20})
+	var done *pb.MigDone
+	for _, s := range env.sent {
+		if d := s.m.GetBalance().GetMigDone(); d != nil && s.to == "e" {
+			done = d
+		}
+		if s.m.GetHandoff() != nil {
+			t.Errorf("a piece went to %s", s.to)
+		}
+	}
+	if done == nil || done.Ok || done.Left {
+		t.Errorf("end node told %v; want a MigDone without ok", done)
+	}
+	if _, locked := b.Locked(); locked || b.migrating != nil || b.sg.State() != skipgraph.StateActive {
+		t.Errorf("after a refused split leave: locked %v, migrating %v, state %v", locked, b.migrating, b.sg.State())
+	}
+}
