@@ -81,10 +81,9 @@ type endState struct {
 	probes   int // probes left in this search
 	m        overlay.Peer
 	migrants []overlay.Peer // nil while the remote wave is under way
-	// absorber: the node after the last migrant, when it takes the top of that migrant's range
-	// (a split leave): at least giveUp, at most giveUpMax of load.
-	absorber          overlay.Peer
-	giveUp, giveUpMax float64
+	// splitLeaves: the migrants whose leaves are split, each with the absorber that takes the
+	// top of its range first.
+	splitLeaves []*pb.SplitPlan
 	// chainDone: the NIX chain reached this node. The MIG phase starts when the chain is done
 	// and the remote wave is over (migrants not nil).
 	chainDone bool

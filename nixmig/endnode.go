@@ -182,7 +182,7 @@ func (b *Balancer) onRemoteLock(from overlay.Peer, wave uint64, r *pb.RemoteLock
 		b.onAbsorb(end, wave, r, l, lease)
 		return
 	}
-	reply := &pb.RemoteReply{M: r.M, Migrants: r.Migrants}
+	reply := &pb.RemoteReply{M: r.M, Migrants: r.Migrants, Splits: r.Splits}
 	items := uint64(b.store.Len())
 	if !b.idle() || end == b.sg.ID() || (!b.cfg.FaithfulMigrants && items > migrantSizeRatio*r.AccItems) {
 		b.send(end, wave, reply)
@@ -199,16 +199,16 @@ func (b *Balancer) onRemoteLock(from overlay.Peer, wave uint64, r *pb.RemoteLock
 		}
 		b.lockFor(wave, roleMigrant, lease)
 		b.send(succ.ID, wave, &pb.RemoteLock{End: r.End, Want: r.Want, AccLoad: r.AccLoad + l, MThres: r.MThres, M: r.M,
-			Migrants: append(r.Migrants, b.sg.Self().ToPB()), AccItems: r.AccItems + items, Absorb: true, LastLoad: l})
+			Migrants: append(r.Migrants, b.sg.Self().ToPB()), AccItems: r.AccItems + items, Absorb: true, LastLoad: l, Splits: r.Splits})
 		return
 	}
 	b.lockFor(wave, roleMigrant, lease)
 	migrants := append(r.Migrants, b.sg.Self().ToPB())
 	if len(migrants) >= int(r.Want) || lastOne {
-		b.send(end, wave, &pb.RemoteReply{M: r.M, Migrants: migrants})
+		b.send(end, wave, &pb.RemoteReply{M: r.M, Migrants: migrants, Splits: r.Splits})
 		return
 	}
-	b.send(succ.ID, wave, &pb.RemoteLock{End: r.End, Want: r.Want, AccLoad: r.AccLoad + l, MThres: r.MThres, M: r.M, Migrants: migrants, AccItems: r.AccItems + items})
+	b.send(succ.ID, wave, &pb.RemoteLock{End: r.End, Want: r.Want, AccLoad: r.AccLoad + l, MThres: r.MThres, M: r.M, Migrants: migrants, AccItems: r.AccItems + items, Splits: r.Splits})
 }
 
 // splitLeaves reports whether a migrant whose load M cannot take whole may leave part of its
@@ -223,7 +223,8 @@ func (b *Balancer) splitLeaves() bool {
 // for the load M has not. It asks for what leaves M and itself equally loaded, at least M's
 // overflow, and at most halfway from the overflow to the migrant's whole load (the migrant keeps
 // a key or more for M: a NIX never hands over a whole range). Refusing, it frees the last migrant
-// and the wave goes on with the migrants before it.
+// and the wave goes on with the migrants before it. Accepting, it takes the next migrants'
+// ranges in turn, as M took the first ones, while the wave wants more.
 //
 // Near the end of a mild skew (zipf θ = 1) nodes with room are many but no two neighbours
 // together are under keep, so no node could migrate and lumps travelled hundreds of nodes by NIX
@@ -236,11 +237,19 @@ func (b *Balancer) onAbsorb(end overlay.NodeID, wave uint64, r *pb.RemoteLock, l
 	room := b.cfg.Keep() - l
 	if !b.idle() || end == b.sg.ID() || overflow >= r.LastLoad || giveUp >= room {
 		b.send(last, wave, &pb.Release{Reason: "no room after the last migrant"})
-		b.send(end, wave, &pb.RemoteReply{M: r.M, Migrants: r.Migrants[:n-1]})
+		b.send(end, wave, &pb.RemoteReply{M: r.M, Migrants: r.Migrants[:n-1], Splits: r.Splits})
 		return
 	}
 	b.lockFor(wave, roleRemote, lease)
-	b.send(end, wave, &pb.RemoteReply{M: r.M, Migrants: r.Migrants, Absorber: b.sg.Self().ToPB(), GiveUp: giveUp, GiveUpMax: room})
+	self := b.sg.Self().ToPB()
+	splits := append(r.Splits, &pb.SplitPlan{Migrant: uint32(n - 1), Absorber: self, GiveUp: giveUp, GiveUpMax: room})
+	_, succ := b.sg.Neighbors(0)
+	if n >= int(r.Want) || succ.IsZero() || succ.ID == b.sg.ID() || succ.ID == end || succ.ID == overlay.NodeID(r.M.Id) {
+		b.send(end, wave, &pb.RemoteReply{M: r.M, Migrants: r.Migrants, Splits: splits})
+		return
+	}
+	b.send(succ.ID, wave, &pb.RemoteLock{End: r.End, Want: r.Want, AccLoad: l + giveUp, MThres: b.cfg.Keep(), M: r.M,
+		Migrants: r.Migrants, AccItems: uint64(b.store.Len()), Splits: splits})
 }
 
 func (b *Balancer) onRemoteReply(wave uint64, r *pb.RemoteReply) {
@@ -266,10 +275,7 @@ func (b *Balancer) onRemoteReply(wave uint64, r *pb.RemoteReply) {
 	}
 	e.m = overlay.PeerFromPB(r.M)
 	e.migrants = overlay.PeersFromPB(r.Migrants)
-	if r.Absorber != nil {
-		e.absorber = overlay.PeerFromPB(r.Absorber)
-		e.giveUp, e.giveUpMax = r.GiveUp, r.GiveUpMax
-	}
+	e.splitLeaves = r.Splits
 	b.searchOver(e)
 }
 
@@ -483,8 +489,10 @@ func (b *Balancer) orderMigrant(e *endState) {
 	e.ordered++
 	b.renew(e.wave, b.cfg.LockLease())
 	o := &pb.MigOrder{Target: b.sg.Self().ToPB(), Split: []byte(e.splits[i]), Below: e.below}
-	if i == len(e.migrants)-1 && !e.absorber.IsZero() {
-		o.Absorber, o.GiveUp, o.GiveUpMax = e.absorber.ToPB(), e.giveUp, e.giveUpMax
+	for _, p := range e.splitLeaves {
+		if int(p.Migrant) == i {
+			o.Absorber, o.GiveUp, o.GiveUpMax = p.Absorber, p.GiveUp, p.GiveUpMax
+		}
 	}
 	b.send(e.migrants[i].ID, e.wave, o)
 }
@@ -687,8 +695,8 @@ func (b *Balancer) finishEnd(e *endState, ok bool) {
 	if e.m.ID != "" && e.migrants != nil {
 		b.send(e.m.ID, e.wave, &pb.Release{Reason: "wave over"})
 	}
-	if !e.absorber.IsZero() {
-		b.send(e.absorber.ID, e.wave, &pb.Release{Reason: "wave over"})
+	for _, p := range e.splitLeaves {
+		b.send(overlay.NodeID(p.Absorber.Id), e.wave, &pb.Release{Reason: "wave over"})
 	}
 	for _, p := range e.migrants[min(e.ordered, len(e.migrants)):] {
 		b.send(p.ID, e.wave, &pb.Release{Reason: "wave over"})

@@ -346,13 +346,16 @@ func TestAbsorberTakesTheTopOfTheLastMigrant(t *testing.T) {
 		return nil, nil
 	}
 	_, r := ask(70, 35)
-	if r.Absorber == nil || string(r.Absorber.Id) != "a" || len(r.Migrants) != 2 || r.GiveUp != 24 || r.GiveUpMax != 57 {
-		t.Errorf("with room: absorber %v, %d migrants, give up %v (max %v); want a, 2, 24 (57)", r.Absorber, len(r.Migrants), r.GiveUp, r.GiveUpMax)
+	if len(r.Splits) != 1 || len(r.Migrants) != 2 {
+		t.Fatalf("with room: %d split leaves, %d migrants; want 1, 2", len(r.Splits), len(r.Migrants))
+	}
+	if p := r.Splits[0]; string(p.Absorber.Id) != "a" || p.Migrant != 1 || p.GiveUp != 24 || p.GiveUpMax != 57 {
+		t.Errorf("with room: split leave %v; want migrant 1 (s) to a, give up 24 (max 57)", p)
 	}
 	env, r := ask(120, 70)
 	_, releases := env.balanceOps()
-	if r.Absorber != nil || len(r.Migrants) != 1 || string(r.Migrants[0].Id) != "r" || !slices.Equal(releases, []overlay.NodeID{"s"}) {
-		t.Errorf("without room: absorber %v, migrants %v, releases %v; want none, [r], [s]", r.Absorber, r.Migrants, releases)
+	if len(r.Splits) != 0 || len(r.Migrants) != 1 || string(r.Migrants[0].Id) != "r" || !slices.Equal(releases, []overlay.NodeID{"s"}) {
+		t.Errorf("without room: split leaves %v, migrants %v, releases %v; want none, [r], [s]", r.Splits, r.Migrants, releases)
 	}
 }
 

@@ -48,6 +48,26 @@ func Validate(m *pb.Balance) error {
 		}
 		return nil
 	}
+	plans := func(ps []*pb.SplitPlan, migrants int, m *pb.NodeRef) error {
+		if len(ps) > 0 && m == nil {
+			return errors.New("split leaves without M")
+		}
+		if len(ps) > maxChain {
+			return fmt.Errorf("%d split leaves over the limit of %d", len(ps), maxChain)
+		}
+		for _, p := range ps {
+			if p == nil || p.Absorber == nil || len(p.Absorber.Id) == 0 {
+				return errors.New("split leave without absorber")
+			}
+			if int(p.Migrant) >= migrants {
+				return fmt.Errorf("split leave of migrant %d of %d", p.Migrant, migrants)
+			}
+			if err := finite(p.GiveUp, p.GiveUpMax); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	switch op := m.Op.(type) {
 	case *pb.Balance_Lock:
 		r := op.Lock
@@ -76,19 +96,14 @@ func Validate(m *pb.Balance) error {
 		if r.Absorb && (r.M == nil || len(r.Migrants) == 0) {
 			return errors.New("remote lock asks to absorb without M or a migrant")
 		}
-		return errors.Join(refs(r.Migrants), refs(m), finite(r.AccLoad, r.MThres, r.LastLoad))
+		return errors.Join(refs(r.Migrants), refs(m), finite(r.AccLoad, r.MThres, r.LastLoad), plans(r.Splits, len(r.Migrants), r.M))
 	case *pb.Balance_RemoteReply:
 		r := op.RemoteReply
 		var m []*pb.NodeRef
-		for _, ref := range []*pb.NodeRef{r.M, r.Absorber} {
-			if ref != nil {
-				m = append(m, ref)
-			}
+		if r.M != nil {
+			m = append(m, r.M)
 		}
-		if r.Absorber != nil && (r.M == nil || len(r.Migrants) == 0) {
-			return errors.New("remote reply names an absorber without M or a migrant")
-		}
-		return errors.Join(refs(r.Migrants), refs(m), finite(r.GiveUp, r.GiveUpMax))
+		return errors.Join(refs(r.Migrants), refs(m), plans(r.Splits, len(r.Migrants), r.M))
 	case *pb.Balance_MigOrder:
 		o := op.MigOrder
 		if o.Target == nil || len(o.Target.Id) == 0 {

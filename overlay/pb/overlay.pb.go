@@ -3227,6 +3227,77 @@ func (x *NixTurn) GetShift() bool {
 	return false
 }
 
+// SplitPlan is a split leave (our rule, not the thesis's): migrants[migrant] first hands the top
+// of its range, carrying at least give_up and at most give_up_max of load, to its successor, the
+// absorber, then leaves the rest to its predecessor.
+type SplitPlan struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Migrant       uint32                 `protobuf:"varint,1,opt,name=migrant,proto3" json:"migrant,omitempty"`
+	Absorber      *NodeRef               `protobuf:"bytes,2,opt,name=absorber,proto3" json:"absorber,omitempty"`
+	GiveUp        float64                `protobuf:"fixed64,3,opt,name=give_up,json=giveUp,proto3" json:"give_up,omitempty"`
+	GiveUpMax     float64                `protobuf:"fixed64,4,opt,name=give_up_max,json=giveUpMax,proto3" json:"give_up_max,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SplitPlan) Reset() {
+	*x = SplitPlan{}
+	mi := &file_overlay_pb_overlay_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SplitPlan) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SplitPlan) ProtoMessage() {}
+
+func (x *SplitPlan) ProtoReflect() protoreflect.Message {
+	mi := &file_overlay_pb_overlay_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SplitPlan.ProtoReflect.Descriptor instead.
+func (*SplitPlan) Descriptor() ([]byte, []int) {
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *SplitPlan) GetMigrant() uint32 {
+	if x != nil {
+		return x.Migrant
+	}
+	return 0
+}
+
+func (x *SplitPlan) GetAbsorber() *NodeRef {
+	if x != nil {
+		return x.Absorber
+	}
+	return nil
+}
+
+func (x *SplitPlan) GetGiveUp() float64 {
+	if x != nil {
+		return x.GiveUp
+	}
+	return 0
+}
+
+func (x *SplitPlan) GetGiveUpMax() float64 {
+	if x != nil {
+		return x.GiveUpMax
+	}
+	return 0
+}
+
 // RemoteLock reserves the underloaded node M (first message, from the end node) and then up to
 // want idle nodes clockwise after it (SPEC §6.2).
 type RemoteLock struct {
@@ -3234,26 +3305,29 @@ type RemoteLock struct {
 	End      *NodeRef               `protobuf:"bytes,1,opt,name=end,proto3" json:"end,omitempty"`
 	Want     uint32                 `protobuf:"varint,2,opt,name=want,proto3" json:"want,omitempty"`
 	Migrants []*NodeRef             `protobuf:"bytes,3,rep,name=migrants,proto3" json:"migrants,omitempty"`
-	// Load of M and the migrants reserved so far, and the load M must stay under when it takes
-	// their ranges (M's keep: its thres less its headroom).
+	// Load of the node taking the next migrant's range (M, or the last absorber) and of the
+	// migrants reserved onto it so far, and the load that node must stay under (its keep: its
+	// thres less its headroom).
 	AccLoad float64  `protobuf:"fixed64,4,opt,name=acc_load,json=accLoad,proto3" json:"acc_load,omitempty"`
 	MThres  float64  `protobuf:"fixed64,5,opt,name=m_thres,json=mThres,proto3" json:"m_thres,omitempty"`
 	M       *NodeRef `protobuf:"bytes,6,opt,name=m,proto3" json:"m,omitempty"`
-	// Items stored by M and by the migrants reserved before: a node holding more does not migrate
-	// onto them (unless the thesis's rule is asked for).
+	// Items stored by that node and by the migrants reserved onto it: a node holding more does
+	// not migrate onto them (unless the thesis's rule is asked for).
 	AccItems uint64 `protobuf:"varint,7,opt,name=acc_items,json=accItems,proto3" json:"acc_items,omitempty"`
-	// absorb: sent past the last migrant, whose load M cannot take whole (acc_load, which counts
-	// it, is over m_thres): the receiver is asked to take the top of that migrant's range, of
-	// last_load, before the migrant leaves the rest to M (a split leave).
-	Absorb        bool    `protobuf:"varint,8,opt,name=absorb,proto3" json:"absorb,omitempty"`
-	LastLoad      float64 `protobuf:"fixed64,9,opt,name=last_load,json=lastLoad,proto3" json:"last_load,omitempty"`
+	// absorb: sent past the last migrant, whose load the node before it cannot take whole
+	// (acc_load, which counts it, is over m_thres): the receiver is asked to take the top of that
+	// migrant's range, of last_load, before the migrant leaves the rest (a split leave). The
+	// receiver may then take the next migrants' ranges in turn.
+	Absorb        bool         `protobuf:"varint,8,opt,name=absorb,proto3" json:"absorb,omitempty"`
+	LastLoad      float64      `protobuf:"fixed64,9,opt,name=last_load,json=lastLoad,proto3" json:"last_load,omitempty"`
+	Splits        []*SplitPlan `protobuf:"bytes,10,rep,name=splits,proto3" json:"splits,omitempty"` // the split leaves planned so far
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RemoteLock) Reset() {
 	*x = RemoteLock{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[31]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3265,7 +3339,7 @@ func (x *RemoteLock) String() string {
 func (*RemoteLock) ProtoMessage() {}
 
 func (x *RemoteLock) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[31]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3278,7 +3352,7 @@ func (x *RemoteLock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoteLock.ProtoReflect.Descriptor instead.
 func (*RemoteLock) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{31}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RemoteLock) GetEnd() *NodeRef {
@@ -3344,24 +3418,27 @@ func (x *RemoteLock) GetLastLoad() float64 {
 	return 0
 }
 
+func (x *RemoteLock) GetSplits() []*SplitPlan {
+	if x != nil {
+		return x.Splits
+	}
+	return nil
+}
+
 // RemoteReply tells the end node which remote nodes the remote wave reserved (none: refused).
 type RemoteReply struct {
-	state    protoimpl.MessageState `protogen:"open.v1"`
-	M        *NodeRef               `protobuf:"bytes,1,opt,name=m,proto3" json:"m,omitempty"`
-	Migrants []*NodeRef             `protobuf:"bytes,2,rep,name=migrants,proto3" json:"migrants,omitempty"`
-	Reason   string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
-	// The node after the last migrant when it takes part of that migrant's range (a split leave):
-	// the load it should take (give_up) and the most it has room for (give_up_max).
-	Absorber      *NodeRef `protobuf:"bytes,4,opt,name=absorber,proto3" json:"absorber,omitempty"`
-	GiveUp        float64  `protobuf:"fixed64,5,opt,name=give_up,json=giveUp,proto3" json:"give_up,omitempty"`
-	GiveUpMax     float64  `protobuf:"fixed64,6,opt,name=give_up_max,json=giveUpMax,proto3" json:"give_up_max,omitempty"`
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	M             *NodeRef               `protobuf:"bytes,1,opt,name=m,proto3" json:"m,omitempty"`
+	Migrants      []*NodeRef             `protobuf:"bytes,2,rep,name=migrants,proto3" json:"migrants,omitempty"`
+	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	Splits        []*SplitPlan           `protobuf:"bytes,7,rep,name=splits,proto3" json:"splits,omitempty"` // the migrants whose leaves are split, and their absorbers
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RemoteReply) Reset() {
 	*x = RemoteReply{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[32]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3373,7 +3450,7 @@ func (x *RemoteReply) String() string {
 func (*RemoteReply) ProtoMessage() {}
 
 func (x *RemoteReply) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[32]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3386,7 +3463,7 @@ func (x *RemoteReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoteReply.ProtoReflect.Descriptor instead.
 func (*RemoteReply) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{32}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RemoteReply) GetM() *NodeRef {
@@ -3410,25 +3487,11 @@ func (x *RemoteReply) GetReason() string {
 	return ""
 }
 
-func (x *RemoteReply) GetAbsorber() *NodeRef {
+func (x *RemoteReply) GetSplits() []*SplitPlan {
 	if x != nil {
-		return x.Absorber
+		return x.Splits
 	}
 	return nil
-}
-
-func (x *RemoteReply) GetGiveUp() float64 {
-	if x != nil {
-		return x.GiveUp
-	}
-	return 0
-}
-
-func (x *RemoteReply) GetGiveUpMax() float64 {
-	if x != nil {
-		return x.GiveUpMax
-	}
-	return 0
 }
 
 // MigOrder tells a reserved remote node to migrate: leave, then join next to target at split,
@@ -3449,7 +3512,7 @@ type MigOrder struct {
 
 func (x *MigOrder) Reset() {
 	*x = MigOrder{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[33]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3461,7 +3524,7 @@ func (x *MigOrder) String() string {
 func (*MigOrder) ProtoMessage() {}
 
 func (x *MigOrder) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[33]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3474,7 +3537,7 @@ func (x *MigOrder) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigOrder.ProtoReflect.Descriptor instead.
 func (*MigOrder) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{33}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *MigOrder) GetTarget() *NodeRef {
@@ -3531,7 +3594,7 @@ type MigDone struct {
 
 func (x *MigDone) Reset() {
 	*x = MigDone{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[34]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3543,7 +3606,7 @@ func (x *MigDone) String() string {
 func (*MigDone) ProtoMessage() {}
 
 func (x *MigDone) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[34]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3556,7 +3619,7 @@ func (x *MigDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigDone.ProtoReflect.Descriptor instead.
 func (*MigDone) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{34}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *MigDone) GetOk() bool {
@@ -3586,7 +3649,7 @@ type WaveDone struct {
 
 func (x *WaveDone) Reset() {
 	*x = WaveDone{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[35]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3598,7 +3661,7 @@ func (x *WaveDone) String() string {
 func (*WaveDone) ProtoMessage() {}
 
 func (x *WaveDone) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[35]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3611,7 +3674,7 @@ func (x *WaveDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaveDone.ProtoReflect.Descriptor instead.
 func (*WaveDone) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{35}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *WaveDone) GetOk() bool {
@@ -3645,7 +3708,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[36]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3657,7 +3720,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[36]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3670,7 +3733,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{36}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Probe) GetLoad() float64 {
@@ -3694,7 +3757,7 @@ type ProbeReply struct {
 
 func (x *ProbeReply) Reset() {
 	*x = ProbeReply{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[37]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3706,7 +3769,7 @@ func (x *ProbeReply) String() string {
 func (*ProbeReply) ProtoMessage() {}
 
 func (x *ProbeReply) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[37]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3719,7 +3782,7 @@ func (x *ProbeReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeReply.ProtoReflect.Descriptor instead.
 func (*ProbeReply) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{37}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ProbeReply) GetLoad() float64 {
@@ -3764,7 +3827,7 @@ type IBOffer struct {
 
 func (x *IBOffer) Reset() {
 	*x = IBOffer{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[38]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3776,7 +3839,7 @@ func (x *IBOffer) String() string {
 func (*IBOffer) ProtoMessage() {}
 
 func (x *IBOffer) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[38]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3789,7 +3852,7 @@ func (x *IBOffer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IBOffer.ProtoReflect.Descriptor instead.
 func (*IBOffer) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{38}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *IBOffer) GetHeavy() *NodeRef {
@@ -3831,7 +3894,7 @@ type IBNix struct {
 
 func (x *IBNix) Reset() {
 	*x = IBNix{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[39]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3843,7 +3906,7 @@ func (x *IBNix) String() string {
 func (*IBNix) ProtoMessage() {}
 
 func (x *IBNix) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[39]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3856,7 +3919,7 @@ func (x *IBNix) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IBNix.ProtoReflect.Descriptor instead.
 func (*IBNix) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{39}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *IBNix) GetLoad() float64 {
@@ -3877,7 +3940,7 @@ type LevelLinks struct {
 
 func (x *LevelLinks) Reset() {
 	*x = LevelLinks{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[40]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3889,7 +3952,7 @@ func (x *LevelLinks) String() string {
 func (*LevelLinks) ProtoMessage() {}
 
 func (x *LevelLinks) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[40]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3902,7 +3965,7 @@ func (x *LevelLinks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LevelLinks.ProtoReflect.Descriptor instead.
 func (*LevelLinks) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{40}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *LevelLinks) GetPred() *NodeRef {
@@ -3936,7 +3999,7 @@ type NodeSnapshot struct {
 
 func (x *NodeSnapshot) Reset() {
 	*x = NodeSnapshot{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[41]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3948,7 +4011,7 @@ func (x *NodeSnapshot) String() string {
 func (*NodeSnapshot) ProtoMessage() {}
 
 func (x *NodeSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[41]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3961,7 +4024,7 @@ func (x *NodeSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSnapshot.ProtoReflect.Descriptor instead.
 func (*NodeSnapshot) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{41}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *NodeSnapshot) GetSelf() *NodeRef {
@@ -4234,7 +4297,12 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x03dir\x18\x01 \x01(\x0e2\x17.skiprange.overlay.SideR\x03dir\x120\n" +
 	"\x05chain\x18\x02 \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05chain\x12\x14\n" +
 	"\x05index\x18\x03 \x01(\rR\x05index\x12\x14\n" +
-	"\x05shift\x18\x05 \x01(\bR\x05shiftJ\x04\b\x04\x10\x05\"\xb6\x02\n" +
+	"\x05shift\x18\x05 \x01(\bR\x05shiftJ\x04\b\x04\x10\x05\"\x96\x01\n" +
+	"\tSplitPlan\x12\x18\n" +
+	"\amigrant\x18\x01 \x01(\rR\amigrant\x126\n" +
+	"\babsorber\x18\x02 \x01(\v2\x1a.skiprange.overlay.NodeRefR\babsorber\x12\x17\n" +
+	"\agive_up\x18\x03 \x01(\x01R\x06giveUp\x12\x1e\n" +
+	"\vgive_up_max\x18\x04 \x01(\x01R\tgiveUpMax\"\xec\x02\n" +
 	"\n" +
 	"RemoteLock\x12,\n" +
 	"\x03end\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x03end\x12\x12\n" +
@@ -4245,14 +4313,14 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x01m\x18\x06 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x01m\x12\x1b\n" +
 	"\tacc_items\x18\a \x01(\x04R\baccItems\x12\x16\n" +
 	"\x06absorb\x18\b \x01(\bR\x06absorb\x12\x1b\n" +
-	"\tlast_load\x18\t \x01(\x01R\blastLoad\"\xf8\x01\n" +
+	"\tlast_load\x18\t \x01(\x01R\blastLoad\x124\n" +
+	"\x06splits\x18\n" +
+	" \x03(\v2\x1c.skiprange.overlay.SplitPlanR\x06splits\"\xcf\x01\n" +
 	"\vRemoteReply\x12(\n" +
 	"\x01m\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x01m\x126\n" +
 	"\bmigrants\x18\x02 \x03(\v2\x1a.skiprange.overlay.NodeRefR\bmigrants\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\x126\n" +
-	"\babsorber\x18\x04 \x01(\v2\x1a.skiprange.overlay.NodeRefR\babsorber\x12\x17\n" +
-	"\agive_up\x18\x05 \x01(\x01R\x06giveUp\x12\x1e\n" +
-	"\vgive_up_max\x18\x06 \x01(\x01R\tgiveUpMax\"\xdb\x01\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x124\n" +
+	"\x06splits\x18\a \x03(\v2\x1c.skiprange.overlay.SplitPlanR\x06splitsJ\x04\b\x04\x10\x05J\x04\b\x05\x10\x06J\x04\b\x06\x10\a\"\xdb\x01\n" +
 	"\bMigOrder\x122\n" +
 	"\x06target\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x06target\x12\x14\n" +
 	"\x05split\x18\x02 \x01(\fR\x05split\x12\x14\n" +
@@ -4351,7 +4419,7 @@ func file_overlay_pb_overlay_proto_rawDescGZIP() []byte {
 }
 
 var file_overlay_pb_overlay_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_overlay_pb_overlay_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
+var file_overlay_pb_overlay_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_overlay_pb_overlay_proto_goTypes = []any{
 	(Op)(0),                  // 0: skiprange.overlay.Op
 	(Status)(0),              // 1: skiprange.overlay.Status
@@ -4390,122 +4458,125 @@ var file_overlay_pb_overlay_proto_goTypes = []any{
 	(*LockRefused)(nil),      // 34: skiprange.overlay.LockRefused
 	(*Release)(nil),          // 35: skiprange.overlay.Release
 	(*NixTurn)(nil),          // 36: skiprange.overlay.NixTurn
-	(*RemoteLock)(nil),       // 37: skiprange.overlay.RemoteLock
-	(*RemoteReply)(nil),      // 38: skiprange.overlay.RemoteReply
-	(*MigOrder)(nil),         // 39: skiprange.overlay.MigOrder
-	(*MigDone)(nil),          // 40: skiprange.overlay.MigDone
-	(*WaveDone)(nil),         // 41: skiprange.overlay.WaveDone
-	(*Probe)(nil),            // 42: skiprange.overlay.Probe
-	(*ProbeReply)(nil),       // 43: skiprange.overlay.ProbeReply
-	(*IBOffer)(nil),          // 44: skiprange.overlay.IBOffer
-	(*IBNix)(nil),            // 45: skiprange.overlay.IBNix
-	(*LevelLinks)(nil),       // 46: skiprange.overlay.LevelLinks
-	(*NodeSnapshot)(nil),     // 47: skiprange.overlay.NodeSnapshot
+	(*SplitPlan)(nil),        // 37: skiprange.overlay.SplitPlan
+	(*RemoteLock)(nil),       // 38: skiprange.overlay.RemoteLock
+	(*RemoteReply)(nil),      // 39: skiprange.overlay.RemoteReply
+	(*MigOrder)(nil),         // 40: skiprange.overlay.MigOrder
+	(*MigDone)(nil),          // 41: skiprange.overlay.MigDone
+	(*WaveDone)(nil),         // 42: skiprange.overlay.WaveDone
+	(*Probe)(nil),            // 43: skiprange.overlay.Probe
+	(*ProbeReply)(nil),       // 44: skiprange.overlay.ProbeReply
+	(*IBOffer)(nil),          // 45: skiprange.overlay.IBOffer
+	(*IBNix)(nil),            // 46: skiprange.overlay.IBNix
+	(*LevelLinks)(nil),       // 47: skiprange.overlay.LevelLinks
+	(*NodeSnapshot)(nil),     // 48: skiprange.overlay.NodeSnapshot
 }
 var file_overlay_pb_overlay_proto_depIdxs = []int32{
-	9,  // 0: skiprange.overlay.Route.hints:type_name -> skiprange.overlay.LoadHint
-	6,  // 1: skiprange.overlay.LoadHint.node:type_name -> skiprange.overlay.NodeRef
-	6,  // 2: skiprange.overlay.Lookup.origin:type_name -> skiprange.overlay.NodeRef
-	8,  // 3: skiprange.overlay.Lookup.route:type_name -> skiprange.overlay.Route
-	0,  // 4: skiprange.overlay.Lookup.op:type_name -> skiprange.overlay.Op
-	6,  // 5: skiprange.overlay.LookupReply.owner:type_name -> skiprange.overlay.NodeRef
-	1,  // 6: skiprange.overlay.LookupReply.status:type_name -> skiprange.overlay.Status
-	6,  // 7: skiprange.overlay.RangeQuery.origin:type_name -> skiprange.overlay.NodeRef
-	8,  // 8: skiprange.overlay.RangeQuery.route:type_name -> skiprange.overlay.Route
-	7,  // 9: skiprange.overlay.RangeQuery.items:type_name -> skiprange.overlay.Item
-	1,  // 10: skiprange.overlay.RangeReply.status:type_name -> skiprange.overlay.Status
-	7,  // 11: skiprange.overlay.RangeReply.items:type_name -> skiprange.overlay.Item
-	6,  // 12: skiprange.overlay.BatchPut.origin:type_name -> skiprange.overlay.NodeRef
-	8,  // 13: skiprange.overlay.BatchPut.route:type_name -> skiprange.overlay.Route
-	7,  // 14: skiprange.overlay.BatchPut.items:type_name -> skiprange.overlay.Item
-	1,  // 15: skiprange.overlay.BatchPutReply.status:type_name -> skiprange.overlay.Status
-	6,  // 16: skiprange.overlay.JoinRequest.joiner:type_name -> skiprange.overlay.NodeRef
-	8,  // 17: skiprange.overlay.JoinRequest.route:type_name -> skiprange.overlay.Route
-	2,  // 18: skiprange.overlay.Handoff.kind:type_name -> skiprange.overlay.HandoffKind
-	7,  // 19: skiprange.overlay.Handoff.items:type_name -> skiprange.overlay.Item
-	6,  // 20: skiprange.overlay.Handoff.succ:type_name -> skiprange.overlay.NodeRef
-	6,  // 21: skiprange.overlay.Handoff.succ_list:type_name -> skiprange.overlay.NodeRef
-	10, // 22: skiprange.overlay.Handoff.lost:type_name -> skiprange.overlay.KeyRange
-	6,  // 23: skiprange.overlay.Handoff.pred:type_name -> skiprange.overlay.NodeRef
-	22, // 24: skiprange.overlay.HandoffCommit.loads:type_name -> skiprange.overlay.KeyLoad
-	3,  // 25: skiprange.overlay.NeighborUpdate.side:type_name -> skiprange.overlay.Side
-	6,  // 26: skiprange.overlay.NeighborUpdate.node:type_name -> skiprange.overlay.NodeRef
-	6,  // 27: skiprange.overlay.LevelScan.origin:type_name -> skiprange.overlay.NodeRef
-	3,  // 28: skiprange.overlay.LevelScan.side:type_name -> skiprange.overlay.Side
-	3,  // 29: skiprange.overlay.LevelFound.side:type_name -> skiprange.overlay.Side
-	6,  // 30: skiprange.overlay.LevelFound.node:type_name -> skiprange.overlay.NodeRef
-	6,  // 31: skiprange.overlay.LevelFound.other:type_name -> skiprange.overlay.NodeRef
-	6,  // 32: skiprange.overlay.Pong.pred:type_name -> skiprange.overlay.NodeRef
-	6,  // 33: skiprange.overlay.Pong.succ:type_name -> skiprange.overlay.NodeRef
-	6,  // 34: skiprange.overlay.Pong.succ_list:type_name -> skiprange.overlay.NodeRef
-	6,  // 35: skiprange.overlay.Pong.preds:type_name -> skiprange.overlay.NodeRef
-	6,  // 36: skiprange.overlay.Pong.succs:type_name -> skiprange.overlay.NodeRef
-	30, // 37: skiprange.overlay.Pong.beyond:type_name -> skiprange.overlay.LinkTable
-	6,  // 38: skiprange.overlay.LinkTable.node:type_name -> skiprange.overlay.NodeRef
-	6,  // 39: skiprange.overlay.LinkTable.preds:type_name -> skiprange.overlay.NodeRef
-	6,  // 40: skiprange.overlay.LinkTable.succs:type_name -> skiprange.overlay.NodeRef
-	6,  // 41: skiprange.overlay.Envelope.from:type_name -> skiprange.overlay.NodeRef
-	4,  // 42: skiprange.overlay.Envelope.cause:type_name -> skiprange.overlay.Cause
-	11, // 43: skiprange.overlay.Envelope.lookup:type_name -> skiprange.overlay.Lookup
-	12, // 44: skiprange.overlay.Envelope.lookup_reply:type_name -> skiprange.overlay.LookupReply
-	13, // 45: skiprange.overlay.Envelope.range_query:type_name -> skiprange.overlay.RangeQuery
-	14, // 46: skiprange.overlay.Envelope.range_reply:type_name -> skiprange.overlay.RangeReply
-	15, // 47: skiprange.overlay.Envelope.batch_put:type_name -> skiprange.overlay.BatchPut
-	16, // 48: skiprange.overlay.Envelope.batch_put_reply:type_name -> skiprange.overlay.BatchPutReply
-	17, // 49: skiprange.overlay.Envelope.join_request:type_name -> skiprange.overlay.JoinRequest
-	18, // 50: skiprange.overlay.Envelope.join_refused:type_name -> skiprange.overlay.JoinRefused
-	19, // 51: skiprange.overlay.Envelope.handoff:type_name -> skiprange.overlay.Handoff
-	20, // 52: skiprange.overlay.Envelope.handoff_ack:type_name -> skiprange.overlay.HandoffAck
-	21, // 53: skiprange.overlay.Envelope.handoff_commit:type_name -> skiprange.overlay.HandoffCommit
-	24, // 54: skiprange.overlay.Envelope.handoff_abort:type_name -> skiprange.overlay.HandoffAbort
-	23, // 55: skiprange.overlay.Envelope.handoff_commit_ack:type_name -> skiprange.overlay.HandoffCommitAck
-	25, // 56: skiprange.overlay.Envelope.neighbor_update:type_name -> skiprange.overlay.NeighborUpdate
-	26, // 57: skiprange.overlay.Envelope.level_scan:type_name -> skiprange.overlay.LevelScan
-	27, // 58: skiprange.overlay.Envelope.level_found:type_name -> skiprange.overlay.LevelFound
-	28, // 59: skiprange.overlay.Envelope.ping:type_name -> skiprange.overlay.Ping
-	29, // 60: skiprange.overlay.Envelope.pong:type_name -> skiprange.overlay.Pong
-	32, // 61: skiprange.overlay.Envelope.balance:type_name -> skiprange.overlay.Balance
-	33, // 62: skiprange.overlay.Balance.lock:type_name -> skiprange.overlay.LockRequest
-	34, // 63: skiprange.overlay.Balance.lock_refused:type_name -> skiprange.overlay.LockRefused
-	35, // 64: skiprange.overlay.Balance.release:type_name -> skiprange.overlay.Release
-	36, // 65: skiprange.overlay.Balance.nix_turn:type_name -> skiprange.overlay.NixTurn
-	37, // 66: skiprange.overlay.Balance.remote_lock:type_name -> skiprange.overlay.RemoteLock
-	38, // 67: skiprange.overlay.Balance.remote_reply:type_name -> skiprange.overlay.RemoteReply
-	39, // 68: skiprange.overlay.Balance.mig_order:type_name -> skiprange.overlay.MigOrder
-	40, // 69: skiprange.overlay.Balance.mig_done:type_name -> skiprange.overlay.MigDone
-	41, // 70: skiprange.overlay.Balance.wave_done:type_name -> skiprange.overlay.WaveDone
-	42, // 71: skiprange.overlay.Balance.probe:type_name -> skiprange.overlay.Probe
-	43, // 72: skiprange.overlay.Balance.probe_reply:type_name -> skiprange.overlay.ProbeReply
-	44, // 73: skiprange.overlay.Balance.ib_offer:type_name -> skiprange.overlay.IBOffer
-	45, // 74: skiprange.overlay.Balance.ib_nix:type_name -> skiprange.overlay.IBNix
-	3,  // 75: skiprange.overlay.LockRequest.dir:type_name -> skiprange.overlay.Side
-	6,  // 76: skiprange.overlay.LockRequest.chain:type_name -> skiprange.overlay.NodeRef
-	3,  // 77: skiprange.overlay.Release.dir:type_name -> skiprange.overlay.Side
-	3,  // 78: skiprange.overlay.NixTurn.dir:type_name -> skiprange.overlay.Side
-	6,  // 79: skiprange.overlay.NixTurn.chain:type_name -> skiprange.overlay.NodeRef
-	6,  // 80: skiprange.overlay.RemoteLock.end:type_name -> skiprange.overlay.NodeRef
-	6,  // 81: skiprange.overlay.RemoteLock.migrants:type_name -> skiprange.overlay.NodeRef
-	6,  // 82: skiprange.overlay.RemoteLock.m:type_name -> skiprange.overlay.NodeRef
-	6,  // 83: skiprange.overlay.RemoteReply.m:type_name -> skiprange.overlay.NodeRef
-	6,  // 84: skiprange.overlay.RemoteReply.migrants:type_name -> skiprange.overlay.NodeRef
-	6,  // 85: skiprange.overlay.RemoteReply.absorber:type_name -> skiprange.overlay.NodeRef
-	6,  // 86: skiprange.overlay.MigOrder.target:type_name -> skiprange.overlay.NodeRef
-	6,  // 87: skiprange.overlay.MigOrder.absorber:type_name -> skiprange.overlay.NodeRef
-	3,  // 88: skiprange.overlay.WaveDone.dir:type_name -> skiprange.overlay.Side
-	6,  // 89: skiprange.overlay.ProbeReply.next:type_name -> skiprange.overlay.NodeRef
-	6,  // 90: skiprange.overlay.IBOffer.heavy:type_name -> skiprange.overlay.NodeRef
-	5,  // 91: skiprange.overlay.IBOffer.step:type_name -> skiprange.overlay.IBStep
-	6,  // 92: skiprange.overlay.LevelLinks.pred:type_name -> skiprange.overlay.NodeRef
-	6,  // 93: skiprange.overlay.LevelLinks.succ:type_name -> skiprange.overlay.NodeRef
-	6,  // 94: skiprange.overlay.NodeSnapshot.self:type_name -> skiprange.overlay.NodeRef
-	46, // 95: skiprange.overlay.NodeSnapshot.levels:type_name -> skiprange.overlay.LevelLinks
-	6,  // 96: skiprange.overlay.NodeSnapshot.successors:type_name -> skiprange.overlay.NodeRef
-	10, // 97: skiprange.overlay.NodeSnapshot.lost:type_name -> skiprange.overlay.KeyRange
-	98, // [98:98] is the sub-list for method output_type
-	98, // [98:98] is the sub-list for method input_type
-	98, // [98:98] is the sub-list for extension type_name
-	98, // [98:98] is the sub-list for extension extendee
-	0,  // [0:98] is the sub-list for field type_name
+	9,   // 0: skiprange.overlay.Route.hints:type_name -> skiprange.overlay.LoadHint
+	6,   // 1: skiprange.overlay.LoadHint.node:type_name -> skiprange.overlay.NodeRef
+	6,   // 2: skiprange.overlay.Lookup.origin:type_name -> skiprange.overlay.NodeRef
+	8,   // 3: skiprange.overlay.Lookup.route:type_name -> skiprange.overlay.Route
+	0,   // 4: skiprange.overlay.Lookup.op:type_name -> skiprange.overlay.Op
+	6,   // 5: skiprange.overlay.LookupReply.owner:type_name -> skiprange.overlay.NodeRef
+	1,   // 6: skiprange.overlay.LookupReply.status:type_name -> skiprange.overlay.Status
+	6,   // 7: skiprange.overlay.RangeQuery.origin:type_name -> skiprange.overlay.NodeRef
+	8,   // 8: skiprange.overlay.RangeQuery.route:type_name -> skiprange.overlay.Route
+	7,   // 9: skiprange.overlay.RangeQuery.items:type_name -> skiprange.overlay.Item
+	1,   // 10: skiprange.overlay.RangeReply.status:type_name -> skiprange.overlay.Status
+	7,   // 11: skiprange.overlay.RangeReply.items:type_name -> skiprange.overlay.Item
+	6,   // 12: skiprange.overlay.BatchPut.origin:type_name -> skiprange.overlay.NodeRef
+	8,   // 13: skiprange.overlay.BatchPut.route:type_name -> skiprange.overlay.Route
+	7,   // 14: skiprange.overlay.BatchPut.items:type_name -> skiprange.overlay.Item
+	1,   // 15: skiprange.overlay.BatchPutReply.status:type_name -> skiprange.overlay.Status
+	6,   // 16: skiprange.overlay.JoinRequest.joiner:type_name -> skiprange.overlay.NodeRef
+	8,   // 17: skiprange.overlay.JoinRequest.route:type_name -> skiprange.overlay.Route
+	2,   // 18: skiprange.overlay.Handoff.kind:type_name -> skiprange.overlay.HandoffKind
+	7,   // 19: skiprange.overlay.Handoff.items:type_name -> skiprange.overlay.Item
+	6,   // 20: skiprange.overlay.Handoff.succ:type_name -> skiprange.overlay.NodeRef
+	6,   // 21: skiprange.overlay.Handoff.succ_list:type_name -> skiprange.overlay.NodeRef
+	10,  // 22: skiprange.overlay.Handoff.lost:type_name -> skiprange.overlay.KeyRange
+	6,   // 23: skiprange.overlay.Handoff.pred:type_name -> skiprange.overlay.NodeRef
+	22,  // 24: skiprange.overlay.HandoffCommit.loads:type_name -> skiprange.overlay.KeyLoad
+	3,   // 25: skiprange.overlay.NeighborUpdate.side:type_name -> skiprange.overlay.Side
+	6,   // 26: skiprange.overlay.NeighborUpdate.node:type_name -> skiprange.overlay.NodeRef
+	6,   // 27: skiprange.overlay.LevelScan.origin:type_name -> skiprange.overlay.NodeRef
+	3,   // 28: skiprange.overlay.LevelScan.side:type_name -> skiprange.overlay.Side
+	3,   // 29: skiprange.overlay.LevelFound.side:type_name -> skiprange.overlay.Side
+	6,   // 30: skiprange.overlay.LevelFound.node:type_name -> skiprange.overlay.NodeRef
+	6,   // 31: skiprange.overlay.LevelFound.other:type_name -> skiprange.overlay.NodeRef
+	6,   // 32: skiprange.overlay.Pong.pred:type_name -> skiprange.overlay.NodeRef
+	6,   // 33: skiprange.overlay.Pong.succ:type_name -> skiprange.overlay.NodeRef
+	6,   // 34: skiprange.overlay.Pong.succ_list:type_name -> skiprange.overlay.NodeRef
+	6,   // 35: skiprange.overlay.Pong.preds:type_name -> skiprange.overlay.NodeRef
+	6,   // 36: skiprange.overlay.Pong.succs:type_name -> skiprange.overlay.NodeRef
+	30,  // 37: skiprange.overlay.Pong.beyond:type_name -> skiprange.overlay.LinkTable
+	6,   // 38: skiprange.overlay.LinkTable.node:type_name -> skiprange.overlay.NodeRef
+	6,   // 39: skiprange.overlay.LinkTable.preds:type_name -> skiprange.overlay.NodeRef
+	6,   // 40: skiprange.overlay.LinkTable.succs:type_name -> skiprange.overlay.NodeRef
+	6,   // 41: skiprange.overlay.Envelope.from:type_name -> skiprange.overlay.NodeRef
+	4,   // 42: skiprange.overlay.Envelope.cause:type_name -> skiprange.overlay.Cause
+	11,  // 43: skiprange.overlay.Envelope.lookup:type_name -> skiprange.overlay.Lookup
+	12,  // 44: skiprange.overlay.Envelope.lookup_reply:type_name -> skiprange.overlay.LookupReply
+	13,  // 45: skiprange.overlay.Envelope.range_query:type_name -> skiprange.overlay.RangeQuery
+	14,  // 46: skiprange.overlay.Envelope.range_reply:type_name -> skiprange.overlay.RangeReply
+	15,  // 47: skiprange.overlay.Envelope.batch_put:type_name -> skiprange.overlay.BatchPut
+	16,  // 48: skiprange.overlay.Envelope.batch_put_reply:type_name -> skiprange.overlay.BatchPutReply
+	17,  // 49: skiprange.overlay.Envelope.join_request:type_name -> skiprange.overlay.JoinRequest
+	18,  // 50: skiprange.overlay.Envelope.join_refused:type_name -> skiprange.overlay.JoinRefused
+	19,  // 51: skiprange.overlay.Envelope.handoff:type_name -> skiprange.overlay.Handoff
+	20,  // 52: skiprange.overlay.Envelope.handoff_ack:type_name -> skiprange.overlay.HandoffAck
+	21,  // 53: skiprange.overlay.Envelope.handoff_commit:type_name -> skiprange.overlay.HandoffCommit
+	24,  // 54: skiprange.overlay.Envelope.handoff_abort:type_name -> skiprange.overlay.HandoffAbort
+	23,  // 55: skiprange.overlay.Envelope.handoff_commit_ack:type_name -> skiprange.overlay.HandoffCommitAck
+	25,  // 56: skiprange.overlay.Envelope.neighbor_update:type_name -> skiprange.overlay.NeighborUpdate
+	26,  // 57: skiprange.overlay.Envelope.level_scan:type_name -> skiprange.overlay.LevelScan
+	27,  // 58: skiprange.overlay.Envelope.level_found:type_name -> skiprange.overlay.LevelFound
+	28,  // 59: skiprange.overlay.Envelope.ping:type_name -> skiprange.overlay.Ping
+	29,  // 60: skiprange.overlay.Envelope.pong:type_name -> skiprange.overlay.Pong
+	32,  // 61: skiprange.overlay.Envelope.balance:type_name -> skiprange.overlay.Balance
+	33,  // 62: skiprange.overlay.Balance.lock:type_name -> skiprange.overlay.LockRequest
+	34,  // 63: skiprange.overlay.Balance.lock_refused:type_name -> skiprange.overlay.LockRefused
+	35,  // 64: skiprange.overlay.Balance.release:type_name -> skiprange.overlay.Release
+	36,  // 65: skiprange.overlay.Balance.nix_turn:type_name -> skiprange.overlay.NixTurn
+	38,  // 66: skiprange.overlay.Balance.remote_lock:type_name -> skiprange.overlay.RemoteLock
+	39,  // 67: skiprange.overlay.Balance.remote_reply:type_name -> skiprange.overlay.RemoteReply
+	40,  // 68: skiprange.overlay.Balance.mig_order:type_name -> skiprange.overlay.MigOrder
+	41,  // 69: skiprange.overlay.Balance.mig_done:type_name -> skiprange.overlay.MigDone
+	42,  // 70: skiprange.overlay.Balance.wave_done:type_name -> skiprange.overlay.WaveDone
+	43,  // 71: skiprange.overlay.Balance.probe:type_name -> skiprange.overlay.Probe
+	44,  // 72: skiprange.overlay.Balance.probe_reply:type_name -> skiprange.overlay.ProbeReply
+	45,  // 73: skiprange.overlay.Balance.ib_offer:type_name -> skiprange.overlay.IBOffer
+	46,  // 74: skiprange.overlay.Balance.ib_nix:type_name -> skiprange.overlay.IBNix
+	3,   // 75: skiprange.overlay.LockRequest.dir:type_name -> skiprange.overlay.Side
+	6,   // 76: skiprange.overlay.LockRequest.chain:type_name -> skiprange.overlay.NodeRef
+	3,   // 77: skiprange.overlay.Release.dir:type_name -> skiprange.overlay.Side
+	3,   // 78: skiprange.overlay.NixTurn.dir:type_name -> skiprange.overlay.Side
+	6,   // 79: skiprange.overlay.NixTurn.chain:type_name -> skiprange.overlay.NodeRef
+	6,   // 80: skiprange.overlay.SplitPlan.absorber:type_name -> skiprange.overlay.NodeRef
+	6,   // 81: skiprange.overlay.RemoteLock.end:type_name -> skiprange.overlay.NodeRef
+	6,   // 82: skiprange.overlay.RemoteLock.migrants:type_name -> skiprange.overlay.NodeRef
+	6,   // 83: skiprange.overlay.RemoteLock.m:type_name -> skiprange.overlay.NodeRef
+	37,  // 84: skiprange.overlay.RemoteLock.splits:type_name -> skiprange.overlay.SplitPlan
+	6,   // 85: skiprange.overlay.RemoteReply.m:type_name -> skiprange.overlay.NodeRef
+	6,   // 86: skiprange.overlay.RemoteReply.migrants:type_name -> skiprange.overlay.NodeRef
+	37,  // 87: skiprange.overlay.RemoteReply.splits:type_name -> skiprange.overlay.SplitPlan
+	6,   // 88: skiprange.overlay.MigOrder.target:type_name -> skiprange.overlay.NodeRef
+	6,   // 89: skiprange.overlay.MigOrder.absorber:type_name -> skiprange.overlay.NodeRef
+	3,   // 90: skiprange.overlay.WaveDone.dir:type_name -> skiprange.overlay.Side
+	6,   // 91: skiprange.overlay.ProbeReply.next:type_name -> skiprange.overlay.NodeRef
+	6,   // 92: skiprange.overlay.IBOffer.heavy:type_name -> skiprange.overlay.NodeRef
+	5,   // 93: skiprange.overlay.IBOffer.step:type_name -> skiprange.overlay.IBStep
+	6,   // 94: skiprange.overlay.LevelLinks.pred:type_name -> skiprange.overlay.NodeRef
+	6,   // 95: skiprange.overlay.LevelLinks.succ:type_name -> skiprange.overlay.NodeRef
+	6,   // 96: skiprange.overlay.NodeSnapshot.self:type_name -> skiprange.overlay.NodeRef
+	47,  // 97: skiprange.overlay.NodeSnapshot.levels:type_name -> skiprange.overlay.LevelLinks
+	6,   // 98: skiprange.overlay.NodeSnapshot.successors:type_name -> skiprange.overlay.NodeRef
+	10,  // 99: skiprange.overlay.NodeSnapshot.lost:type_name -> skiprange.overlay.KeyRange
+	100, // [100:100] is the sub-list for method output_type
+	100, // [100:100] is the sub-list for method input_type
+	100, // [100:100] is the sub-list for extension type_name
+	100, // [100:100] is the sub-list for extension extendee
+	0,   // [0:100] is the sub-list for field type_name
 }
 
 func init() { file_overlay_pb_overlay_proto_init() }
@@ -4556,7 +4627,7 @@ func file_overlay_pb_overlay_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_overlay_pb_overlay_proto_rawDesc), len(file_overlay_pb_overlay_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   42,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
