@@ -191,8 +191,8 @@ func (b *Balancer) onRemoteLock(from overlay.Peer, wave uint64, r *pb.RemoteLock
 	_, succ := b.sg.Neighbors(0)
 	lastOne := succ.IsZero() || succ.ID == b.sg.ID()
 	if r.AccLoad+l >= r.MThres {
-		// M cannot take this node's range whole; with split leaves the node after it may take
-		// the top of the range, and this node is the last migrant.
+		// The node taking the migrants' ranges (M, or an absorber) cannot take this node's range
+		// whole; with split leaves the node after this one may take the top of it.
 		if !b.splitLeaves() || lastOne || succ.ID == end || succ.ID == overlay.NodeID(r.M.Id) {
 			b.send(end, wave, reply)
 			return
@@ -218,11 +218,12 @@ func (b *Balancer) splitLeaves() bool {
 	return b.cfg.Algorithm == NIXMIG && !b.cfg.FaithfulMigrants
 }
 
-// onAbsorb answers a remote lock sent past the last migrant, whose load M cannot take whole: this
-// node, its successor, takes the top of the migrant's range first (a split leave) if it has room
-// for the load M has not. It asks for what leaves M and itself equally loaded, at least M's
-// overflow, and at most halfway from the overflow to the migrant's whole load (the migrant keeps
-// a key or more for M: a NIX never hands over a whole range). Refusing, it frees the last migrant
+// onAbsorb answers a remote lock sent past the last migrant, whose load the node before it (M,
+// or an absorber: "M" below) cannot take whole: this node, the migrant's successor, takes the
+// top of the migrant's range first (a split leave) if it has room for the load M has not. It
+// asks for what leaves M and itself equally loaded, at least M's overflow, and at most halfway
+// from the overflow to the migrant's whole load (the migrant keeps a key or more for M: a NIX
+// never hands over a whole range). Refusing, it frees the last migrant
 // and the wave goes on with the migrants before it. Accepting, it takes the next migrants'
 // ranges in turn, as M took the first ones, while the wave wants more.
 //
@@ -606,7 +607,8 @@ func (b *Balancer) migrationFailed(from overlay.Peer, wave uint64, reason string
 }
 
 // splitLeave hands the top of this migrant's range, carrying at least o.GiveUp, to its successor
-// (the absorber the remote wave reserved) by a NIX, then migrates: its leave hands the rest to M.
+// (the absorber the remote wave reserved) by a NIX, then migrates: its leave hands the rest to its
+// predecessor (M, or an absorber).
 // The piece may not carry more than the absorber had room for.
 func (b *Balancer) splitLeave(from overlay.Peer, wave uint64, o *pb.MigOrder) {
 	_, succ := b.sg.Neighbors(0)
