@@ -113,8 +113,9 @@ type Config struct {
 	// node that took in earlier migrants' ranges could be sent away with all of them, and a
 	// large cold range rolled on from node to node; with it, each time an item moves in a leave
 	// its new holder is at least 1.25 times as large as its old one. Ours also has split leaves:
-	// a node M cannot take whole may be the last migrant if its successor takes the top of its
-	// range (onAbsorb); with FaithfulMigrants a migrant leaves its whole range to M.
+	// a node M cannot take whole may migrate if its successor takes the top of its range first
+	// (onAbsorb), and that absorber may take the next migrants' ranges in turn; with
+	// FaithfulMigrants a migrant leaves its whole range to M.
 	FaithfulMigrants bool
 	// FaithfulChain: the NIX chain runs one member after another (SPEC §6.3), each giving once
 	// its piece is in, and a local wave reserves at most ttl nodes. Ours: when every member

@@ -193,7 +193,7 @@ func (b *Balancer) onRemoteLock(from overlay.Peer, wave uint64, r *pb.RemoteLock
 	if r.AccLoad+l >= r.MThres {
 		// The node taking the migrants' ranges (M, or an absorber) cannot take this node's range
 		// whole; with split leaves the node after this one may take the top of it.
-		if !b.splitLeaves() || lastOne || succ.ID == end || succ.ID == overlay.NodeID(r.M.Id) {
+		if !b.splitLeaves() || !b.mayPassOn(succ, end, r.M) {
 			b.send(end, wave, reply)
 			return
 		}
@@ -209,6 +209,12 @@ func (b *Balancer) onRemoteLock(from overlay.Peer, wave uint64, r *pb.RemoteLock
 		return
 	}
 	b.send(succ.ID, wave, &pb.RemoteLock{End: r.End, Want: r.Want, AccLoad: r.AccLoad + l, MThres: r.MThres, M: r.M, Migrants: migrants, AccItems: r.AccItems + items, Splits: r.Splits})
+}
+
+// mayPassOn reports whether a remote lock with split leaves may go on to succ, this node's
+// successor, as an absorber or a migrant: not this node, nor the end node, nor M.
+func (b *Balancer) mayPassOn(succ overlay.Peer, end overlay.NodeID, m *pb.NodeRef) bool {
+	return !succ.IsZero() && succ.ID != b.sg.ID() && succ.ID != end && succ.ID != overlay.NodeID(m.Id)
 }
 
 // splitLeaves reports whether a migrant whose load M cannot take whole may leave part of its
@@ -245,7 +251,7 @@ func (b *Balancer) onAbsorb(end overlay.NodeID, wave uint64, r *pb.RemoteLock, l
 	self := b.sg.Self().ToPB()
 	splits := append(r.Splits, &pb.SplitPlan{Migrant: uint32(n - 1), Absorber: self, GiveUp: giveUp, GiveUpMax: room})
 	_, succ := b.sg.Neighbors(0)
-	if n >= int(r.Want) || succ.IsZero() || succ.ID == b.sg.ID() || succ.ID == end || succ.ID == overlay.NodeID(r.M.Id) {
+	if n >= int(r.Want) || !b.mayPassOn(succ, end, r.M) {
 		b.send(end, wave, &pb.RemoteReply{M: r.M, Migrants: r.Migrants, Splits: splits})
 		return
 	}
