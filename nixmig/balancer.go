@@ -339,7 +339,7 @@ func (b *Balancer) Handle(from overlay.Peer, m *pb.Balance) {
 	case *pb.Balance_Lock:
 		b.onLockRequest(from, m.Wave, op.Lock)
 	case *pb.Balance_LockRefused:
-		b.onLockRefused(m.Wave)
+		b.onLockRefused(m.Wave, op.LockRefused)
 	case *pb.Balance_Release:
 		b.onRelease(m.Wave, op.Release)
 	case *pb.Balance_NixTurn:

@@ -124,7 +124,9 @@ type Config struct {
 	// and each of the others gives as soon as its piece is in: the chain takes two handoff times
 	// whatever its length, not one a member, and such a wave may reserve up to shiftReach·ttl
 	// nodes; and a node whose last wave that way brought no migrants sends a lump on in pieces
-	// every full member can give first (shiftablePiece).
+	// every full member can give first (shiftablePiece); and a wave started under overThres
+	// ends before a node clearly over thres itself, the node before it seeking migrants for its
+	// own excess (endsBeforeOverloaded).
 	FaithfulChain bool
 	// IBInterval and IBEpsilon: Item Balancing's probe period and lightness ratio.
 	IBInterval time.Duration

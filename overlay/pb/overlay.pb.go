@@ -2974,14 +2974,17 @@ func (*Balance_IbNix) isBalance_Op() {}
 // overThres and headroom decide it). give_first: every node reserved so far can hand on its
 // piece from its own keys, before the piece from the node before it arrives (a shifted chain).
 type LockRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Dir           Side                   `protobuf:"varint,1,opt,name=dir,proto3,enum=skiprange.overlay.Side" json:"dir,omitempty"`
-	Chain         []*NodeRef             `protobuf:"bytes,2,rep,name=chain,proto3" json:"chain,omitempty"`
-	TmpLoad       float64                `protobuf:"fixed64,3,opt,name=tmp_load,json=tmpLoad,proto3" json:"tmp_load,omitempty"`
-	Moved         float64                `protobuf:"fixed64,6,opt,name=moved,proto3" json:"moved,omitempty"`
-	GiveFirst     bool                   `protobuf:"varint,8,opt,name=give_first,json=giveFirst,proto3" json:"give_first,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Dir       Side                   `protobuf:"varint,1,opt,name=dir,proto3,enum=skiprange.overlay.Side" json:"dir,omitempty"`
+	Chain     []*NodeRef             `protobuf:"bytes,2,rep,name=chain,proto3" json:"chain,omitempty"`
+	TmpLoad   float64                `protobuf:"fixed64,3,opt,name=tmp_load,json=tmpLoad,proto3" json:"tmp_load,omitempty"`
+	Moved     float64                `protobuf:"fixed64,6,opt,name=moved,proto3" json:"moved,omitempty"`
+	GiveFirst bool                   `protobuf:"varint,8,opt,name=give_first,json=giveFirst,proto3" json:"give_first,omitempty"`
+	// end_before_overloaded: the initiator's last wave this way brought migrants; a node over
+	// thres refuses (LockRefused.overloaded) and the wave ends before it.
+	EndBeforeOverloaded bool `protobuf:"varint,9,opt,name=end_before_overloaded,json=endBeforeOverloaded,proto3" json:"end_before_overloaded,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *LockRequest) Reset() {
@@ -3049,10 +3052,19 @@ func (x *LockRequest) GetGiveFirst() bool {
 	return false
 }
 
+func (x *LockRequest) GetEndBeforeOverloaded() bool {
+	if x != nil {
+		return x.EndBeforeOverloaded
+	}
+	return false
+}
+
 // LockRefused tells the last reserved node that the next one refused: the wave ends there.
 type LockRefused struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Reason string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	// overloaded: the refusing node is over thres itself (LockRequest.end_before_overloaded).
+	Overloaded    bool `protobuf:"varint,2,opt,name=overloaded,proto3" json:"overloaded,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3092,6 +3104,13 @@ func (x *LockRefused) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *LockRefused) GetOverloaded() bool {
+	if x != nil {
+		return x.Overloaded
+	}
+	return false
 }
 
 // Release unlocks a node reserved by the wave.
@@ -4279,16 +4298,20 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"probeReply\x127\n" +
 	"\bib_offer\x18\x15 \x01(\v2\x1a.skiprange.overlay.IBOfferH\x00R\aibOffer\x121\n" +
 	"\x06ib_nix\x18\x16 \x01(\v2\x18.skiprange.overlay.IBNixH\x00R\x05ibNixB\x04\n" +
-	"\x02op\"\xcc\x01\n" +
+	"\x02op\"\x80\x02\n" +
 	"\vLockRequest\x12)\n" +
 	"\x03dir\x18\x01 \x01(\x0e2\x17.skiprange.overlay.SideR\x03dir\x120\n" +
 	"\x05chain\x18\x02 \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05chain\x12\x19\n" +
 	"\btmp_load\x18\x03 \x01(\x01R\atmpLoad\x12\x14\n" +
 	"\x05moved\x18\x06 \x01(\x01R\x05moved\x12\x1d\n" +
 	"\n" +
-	"give_first\x18\b \x01(\bR\tgiveFirstJ\x04\b\x04\x10\x05J\x04\b\x05\x10\x06J\x04\b\a\x10\b\"%\n" +
+	"give_first\x18\b \x01(\bR\tgiveFirst\x122\n" +
+	"\x15end_before_overloaded\x18\t \x01(\bR\x13endBeforeOverloadedJ\x04\b\x04\x10\x05J\x04\b\x05\x10\x06J\x04\b\a\x10\b\"E\n" +
 	"\vLockRefused\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"b\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x1e\n" +
+	"\n" +
+	"overloaded\x18\x02 \x01(\bR\n" +
+	"overloaded\"b\n" +
 	"\aRelease\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x14\n" +
 	"\x05abort\x18\x02 \x01(\bR\x05abort\x12)\n" +
