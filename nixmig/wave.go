@@ -262,8 +262,8 @@ const shiftReach = 4
 
 // clearlyOverloaded: a node whose load exceeds this many times its thres refuses a local wave
 // that asks it to end before overloaded nodes (LockRequest.end_before_overloaded). The margin
-// keeps nodes packed at thres, which the load tracker reads at 60.0–61.2/s when thres is 60,
-// in the chains that carry a pulse's last lumps across them.
+// keeps in the chains that carry a pulse's last lumps the nodes packed at thres, which the load
+// tracker reads at 60.0–61.2/s when thres is 60.
 const clearlyOverloaded = 1.2
 
 // endsBeforeOverloaded reports whether a wave started at load l stops before a neighbour that

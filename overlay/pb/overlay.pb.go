@@ -2980,8 +2980,8 @@ type LockRequest struct {
 	TmpLoad   float64                `protobuf:"fixed64,3,opt,name=tmp_load,json=tmpLoad,proto3" json:"tmp_load,omitempty"`
 	Moved     float64                `protobuf:"fixed64,6,opt,name=moved,proto3" json:"moved,omitempty"`
 	GiveFirst bool                   `protobuf:"varint,8,opt,name=give_first,json=giveFirst,proto3" json:"give_first,omitempty"`
-	// end_before_overloaded: the initiator's last wave this way brought migrants; a node over
-	// thres refuses (LockRefused.overloaded) and the wave ends before it.
+	// end_before_overloaded: the initiator was under overThres; a node clearly over thres itself
+	// (1.2·thres) refuses (LockRefused.overloaded) and the wave ends before it.
 	EndBeforeOverloaded bool `protobuf:"varint,9,opt,name=end_before_overloaded,json=endBeforeOverloaded,proto3" json:"end_before_overloaded,omitempty"`
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
