@@ -24,6 +24,7 @@ const (
 // Stats counts what a balancer did; experiments and metrics read them.
 type Stats struct {
 	WavesStarted, WavesOK, WavesFailed int
+	SettlingWaves                      int // waves started by a node at the line (atLine)
 	LockRefusals                       int // lock requests this node refused
 	NIX, MIG                           int // NIX handoffs given, migrations done (counted at the end node)
 	SplitLeaves                        int // migrations whose range went to both neighbours (counted at the migrant)
@@ -68,6 +69,8 @@ type lockState struct {
 	gave      bool
 	// pieceCap, at an initiator that planned a shiftable piece: the most its NIX hands on.
 	pieceCap float64
+	// settle: the wave is a settling wave (LockRequest.settle).
+	settle bool
 }
 
 // endState is the work of the end node E of a wave, from the exam's end to the MIG phase.
@@ -105,6 +108,12 @@ type migrating struct {
 	left        bool // the end node heard that the old range is handed over
 }
 
+// initiatedWave is a wave this node started: its direction, and whether it is a settling wave.
+type initiatedWave struct {
+	dir    pb.Side
+	settle bool
+}
+
 type backoffState struct {
 	fails int
 	until time.Time
@@ -127,8 +136,12 @@ type Balancer struct {
 	lock      lockState
 	end       *endState
 	migrating *migrating
-	initiated map[uint64]pb.Side // waves this node started and whose outcome it awaits
-	backoff   [3]backoffState    // by pb.Side
+	initiated map[uint64]initiatedWave // waves this node started and whose outcome it awaits
+	backoff   [3]backoffState          // by pb.Side
+	// settleBackoff, by pb.Side: the back-off of settling waves (settles), apart from the
+	// back-off of waves from overloaded nodes, which a run of failed settling waves must not
+	// delay.
+	settleBackoff [3]backoffState
 	// noMigrants, by pb.Side: the last wave this node started or ended that way brought no
 	// migrants (shiftablePiece).
 	noMigrants [3]bool
@@ -155,7 +168,7 @@ func New(env overlay.Env, sg *skipgraph.Node, cfg Config) (*Balancer, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Balancer{env: env, sg: sg, store: sg.Store(), cfg: cfg, load: lt, initiated: map[uint64]pb.Side{}}
+	b := &Balancer{env: env, sg: sg, store: sg.Store(), cfg: cfg, load: lt, initiated: map[uint64]initiatedWave{}}
 	b.unl.init(cfg.UNLCache, cfg.Window, !cfg.FaithfulMigrants)
 	sg.SetObserver(b)
 	return b, nil

@@ -69,6 +69,10 @@ type Config struct {
 	// it (0, the thesis's rule) the NIX chain fills nodes to just under thres, where the noise
 	// of the measured load keeps pushing some of them over again.
 	Headroom float64
+	// Settle: a node at the line — under Thres but within half the headroom of it — sends its
+	// load over Keep on in a settling wave, which ends only at a node with room (our rule; off
+	// in Faithful, and nothing to do without headroom).
+	Settle bool
 	// Window and Slots: the load tracker's sliding window and its resolution.
 	Window time.Duration
 	Slots  int
@@ -145,6 +149,7 @@ func DefaultConfig() Config {
 		A:                 0.5,
 		TTL:               5,
 		Headroom:          0.05,
+		Settle:            true,
 		Window:            700 * time.Second,
 		Slots:             14,
 		CheckInterval:     time.Second,
@@ -175,7 +180,7 @@ func (c Config) LockLease() time.Duration {
 // first candidate M that accepts, a NIX phase that follows the exam and runs one member after
 // another, any light node a migrant whatever it stores and leaving its whole range to M.
 func (c Config) Faithful() Config {
-	c.Headroom = 0
+	c.Headroom, c.Settle = 0, false
 	c.FaithfulMoved, c.FaithfulExNodes, c.FaithfulMigShare, c.FaithfulRemote = true, true, true, true
 	c.FaithfulPhases, c.FaithfulMigrants, c.FaithfulChain = true, true, true
 	return c

@@ -48,7 +48,7 @@ func TestInitiatorRefusedByOverloadedNeighbourSeeksMigrants(t *testing.T) {
 	const wave = 7
 	for _, overloaded := range []bool{true, false} {
 		env, b := endNode(t, DefaultConfig()) // locked by wave 7, hints light and next
-		b.initiated[wave] = pb.Side_SIDE_SUCC
+		b.initiated[wave] = initiatedWave{dir: pb.Side_SIDE_SUCC}
 		b.lock.dir, b.lock.chain, b.lock.tmpL = pb.Side_SIDE_SUCC, []overlay.Peer{b.sg.Self()}, 100
 		b.onLockRefused(wave, &pb.LockRefused{Reason: "test", Overloaded: overloaded})
 		locks, _ := env.balanceOps()
@@ -77,5 +77,87 @@ func TestEndsBeforeOverloadedOnlyWithOurChain(t *testing.T) {
 		if got := b.endsBeforeOverloaded(c.load); got != c.want {
 			t.Errorf("%s at %v: %v, want %v", c.name, c.load, got, c.want)
 		}
+	}
+}
+
+// TestAtLine: a node is at the line within half the headroom under thres (58.5–60 at thres 60),
+// only with our rules in NIXMIG.
+func TestAtLine(t *testing.T) {
+	off, faithful, nixOnly := DefaultConfig(), DefaultConfig().Faithful(), DefaultConfig()
+	off.Settle = false
+	nixOnly.Algorithm = NIXOnly
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		load float64
+		want bool
+	}{
+		{"ours", DefaultConfig(), 59.5, true}, {"ours at thres", DefaultConfig(), 60, true},
+		{"ours under the line", DefaultConfig(), 58, false}, {"ours over thres", DefaultConfig(), 60.5, false},
+		{"settle off", off, 59.5, false}, {"faithful", faithful, 59.5, false}, {"NIX only", nixOnly, 59.5, false},
+	} {
+		_, b := loneNode(t, "n", store.NewMemory(), c.cfg)
+		if got := b.atLine(c.load); got != c.want {
+			t.Errorf("%s at %v: %v, want %v", c.name, c.load, got, c.want)
+		}
+	}
+}
+
+// TestSettlingWaveEndsOnlyWithRoom: a member of a settling wave that would end above keep
+// (here a node of 56 given 5, with no one to pass it to) does not become the wave's end node:
+// it goes free, releases the members before it and tells the initiator the wave failed. With
+// room (40 given 5) it ends the wave without seeking migrants. An ordinary wave ends at the
+// full node as before.
+func TestSettlingWaveEndsOnlyWithRoom(t *testing.T) {
+	const wave = 9
+	from := overlay.Peer{ID: "m"}
+	request := func(settle bool) *pb.LockRequest {
+		return &pb.LockRequest{Dir: pb.Side_SIDE_SUCC, Chain: []*pb.NodeRef{{Id: []byte("i"), Start: []byte("k0")}, {Id: []byte("m"), Start: []byte("k1")}},
+			TmpLoad: 59.5, Moved: 5, GiveFirst: true, Settle: settle}
+	}
+	failedTo := func(env *recordingEnv) (initiator bool, released []overlay.NodeID) {
+		for _, s := range env.sent {
+			if d := s.m.GetBalance().GetWaveDone(); d != nil && !d.Ok && s.to == "i" {
+				initiator = true
+			}
+		}
+		_, released = env.balanceOps()
+		return initiator, released
+	}
+
+	env, b := loadedNode(t, "r", DefaultConfig(), 56)
+	b.onLockRequest(from, wave, request(true))
+	told, released := failedTo(env)
+	if b.end != nil || b.lock.wave == wave || !told || len(released) != 1 || released[0] != "m" {
+		t.Errorf("settling, no room: end %v, locked %v, initiator told %v, released %v; want free, m released, the initiator told", b.end != nil, b.lock.wave == wave, told, released)
+	}
+
+	env, b = loadedNode(t, "r", DefaultConfig(), 40)
+	b.onLockRequest(from, wave, request(true))
+	if locks, _ := env.balanceOps(); b.end == nil || b.end.exNodes != 0 || len(locks) != 0 {
+		t.Errorf("settling, room: end %+v, remote locks %v; want the end node, no migrants sought", b.end, locks)
+	}
+
+	env, b = loadedNode(t, "r", DefaultConfig(), 56)
+	b.onLockRequest(from, wave, request(false))
+	if told, _ := failedTo(env); b.end == nil || told {
+		t.Errorf("ordinary wave, no room: end %v, initiator told of a failure %v; want this node the end node", b.end != nil, told)
+	}
+}
+
+// TestSettlingWaveBacksOffApart: a node at the line starts a settling wave on its check; when it
+// fails, only the settling waves' back-off grows, so a wave from the node once it is over thres
+// is not delayed by it.
+func TestSettlingWaveBacksOffApart(t *testing.T) {
+	_, b := loadedNode(t, "n", DefaultConfig(), 59.5) // alone: its neighbour is itself, the wave fails at once
+	b.running = true
+	b.onCheck()
+	if b.Stats.SettlingWaves != 1 || b.Stats.WavesFailed != 1 {
+		t.Fatalf("%d settling waves, %d failed; want one started and failed", b.Stats.SettlingWaves, b.Stats.WavesFailed)
+	}
+	settleFails := b.settleBackoff[pb.Side_SIDE_PRED].fails + b.settleBackoff[pb.Side_SIDE_SUCC].fails
+	waveFails := b.backoff[pb.Side_SIDE_PRED].fails + b.backoff[pb.Side_SIDE_SUCC].fails
+	if settleFails != 1 || waveFails != 0 {
+		t.Errorf("back-off: settling %d fails, ordinary %d; want 1 and 0", settleFails, waveFails)
 	}
 }

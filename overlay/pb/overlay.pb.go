@@ -2983,8 +2983,11 @@ type LockRequest struct {
 	// end_before_overloaded: the initiator was under overThres; a node clearly over thres itself
 	// (1.2·thres) refuses (LockRefused.overloaded) and the wave ends before it.
 	EndBeforeOverloaded bool `protobuf:"varint,9,opt,name=end_before_overloaded,json=endBeforeOverloaded,proto3" json:"end_before_overloaded,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// settle: a settling wave from a node at the line (between keep and thres, within half the
+	// headroom of thres): it ends only at a node with room under keep, and fails otherwise.
+	Settle        bool `protobuf:"varint,10,opt,name=settle,proto3" json:"settle,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *LockRequest) Reset() {
@@ -3055,6 +3058,13 @@ func (x *LockRequest) GetGiveFirst() bool {
 func (x *LockRequest) GetEndBeforeOverloaded() bool {
 	if x != nil {
 		return x.EndBeforeOverloaded
+	}
+	return false
+}
+
+func (x *LockRequest) GetSettle() bool {
+	if x != nil {
+		return x.Settle
 	}
 	return false
 }
@@ -4298,7 +4308,7 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"probeReply\x127\n" +
 	"\bib_offer\x18\x15 \x01(\v2\x1a.skiprange.overlay.IBOfferH\x00R\aibOffer\x121\n" +
 	"\x06ib_nix\x18\x16 \x01(\v2\x18.skiprange.overlay.IBNixH\x00R\x05ibNixB\x04\n" +
-	"\x02op\"\x80\x02\n" +
+	"\x02op\"\x98\x02\n" +
 	"\vLockRequest\x12)\n" +
 	"\x03dir\x18\x01 \x01(\x0e2\x17.skiprange.overlay.SideR\x03dir\x120\n" +
 	"\x05chain\x18\x02 \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05chain\x12\x19\n" +
@@ -4306,7 +4316,9 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x05moved\x18\x06 \x01(\x01R\x05moved\x12\x1d\n" +
 	"\n" +
 	"give_first\x18\b \x01(\bR\tgiveFirst\x122\n" +
-	"\x15end_before_overloaded\x18\t \x01(\bR\x13endBeforeOverloadedJ\x04\b\x04\x10\x05J\x04\b\x05\x10\x06J\x04\b\a\x10\b\"E\n" +
+	"\x15end_before_overloaded\x18\t \x01(\bR\x13endBeforeOverloaded\x12\x16\n" +
+	"\x06settle\x18\n" +
+	" \x01(\bR\x06settleJ\x04\b\x04\x10\x05J\x04\b\x05\x10\x06J\x04\b\a\x10\b\"E\n" +
 	"\vLockRefused\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x1e\n" +
 	"\n" +

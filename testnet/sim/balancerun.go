@@ -112,7 +112,9 @@ type BalanceResult struct {
 	WavesStarted int     `json:"waves_started"`
 	WavesOK      int     `json:"waves_ok"`
 	WavesFailed  int     `json:"waves_failed"`
-	LowerBound   int     `json:"lower_bound_items"`
+	// SettlingWaves: waves started by nodes at the line (nixmig's atLine), counted in WavesStarted.
+	SettlingWaves int `json:"settling_waves"`
+	LowerBound    int `json:"lower_bound_items"`
 	// PlacementBound: a stronger lower bound that also counts the nodes a loaded stretch needs
 	// (workload.PlacementLowerBound), from the same loads as LowerBound.
 	PlacementBound int `json:"placement_bound_items"`
@@ -454,6 +456,7 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 		res.WavesStarted += st.WavesStarted
 		res.WavesOK += st.WavesOK
 		res.WavesFailed += st.WavesFailed
+		res.SettlingWaves += st.SettlingWaves
 	}
 	if res.NIX > 0 {
 		res.MigNix = float64(res.MIG) / float64(res.NIX)

@@ -145,6 +145,30 @@ func TestWaveKeepsHeadroom(t *testing.T) {
 	}
 }
 
+// TestSettlingWaveLeavesTheLine: n00000 carries 59.4 (twelve keys of 4.95/s), under thres 60
+// but at the line, where the load tracker's noise carries a node over and back; both its
+// neighbours carry 50 and have room for a key under keep (57). No node is over thres, so no
+// ordinary wave starts: without settling waves n00000 stays at the line; with them it hands a
+// key to a neighbour and every node ends at or under keep.
+func TestSettlingWaveLeavesTheLine(t *testing.T) {
+	var rate [100]float64
+	for k := 0; k < 12; k++ { // n00000: 59.4, key 12 cold
+		rate[k] = 4.95
+	}
+	for k := 13; k < 23; k++ { // n00001: 50
+		rate[k] = 5
+	}
+	rate[26], rate[27] = 5, 5  // n00002: 10
+	for k := 87; k < 97; k++ { // n00003: 50
+		rate[k] = 5
+	}
+	wantUnderKeep(t, "settling waves", waveRing(t, rate, func(*Config) {}, nil))
+	off := waveRing(t, rate, func(c *Config) { c.Node.Balance.Settle = false }, nil)
+	if l := off["n00000"]; l < 58.5 {
+		t.Errorf("without settling waves n00000 ends at %.1f, not at the line: this layout no longer shows what they change (loads %v)", l, off)
+	}
+}
+
 // TestWavePlansWithWholeKeys: n00000 carries 60.5 (twelve keys of 5/s and one of 0.5/s at its
 // lower end), both its neighbours 53 (ten keys of 5/s and, next to n00000, three of 1/s), and
 // n00002 10. n00000 sheds 3.5 above keep (57), which takes a whole key of 5. Planned with the
