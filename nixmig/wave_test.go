@@ -2,6 +2,7 @@ package nixmig
 
 import (
 	"testing"
+	"time"
 
 	"github.com/skiprange/skiprange/node/store"
 	"github.com/skiprange/skiprange/overlay"
@@ -159,5 +160,23 @@ func TestSettlingWaveBacksOffApart(t *testing.T) {
 	waveFails := b.backoff[pb.Side_SIDE_PRED].fails + b.backoff[pb.Side_SIDE_SUCC].fails
 	if settleFails != 1 || waveFails != 0 {
 		t.Errorf("back-off: settling %d fails, ordinary %d; want 1 and 0", settleFails, waveFails)
+	}
+}
+
+// TestSettlesOnlyWhereQuiet: a node at the line starts no settling wave within about a minute
+// of a lock request from either side, where waves of overloaded nodes still pass.
+func TestSettlesOnlyWhereQuiet(t *testing.T) {
+	env, b := loadedNode(t, "n", DefaultConfig(), 59.5)
+	if !b.settles(59.5, env.now) {
+		t.Fatal("a node at the line with no waves around does not settle")
+	}
+	b.noteSide(pb.Side_SIDE_PRED, env.now)
+	for _, c := range []struct {
+		after time.Duration
+		want  bool
+	}{{0, false}, {30 * time.Second, false}, {90 * time.Second, true}} {
+		if got := b.settles(59.5, env.now.Add(c.after)); got != c.want {
+			t.Errorf("%v after a lock request: settles %v, want %v", c.after, got, c.want)
+		}
 	}
 }
