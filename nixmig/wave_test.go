@@ -68,14 +68,26 @@ func TestEndsBeforeOverloadedOnlyWithOurChain(t *testing.T) {
 	faithful, nixOnly := DefaultConfig(), DefaultConfig()
 	faithful.FaithfulChain = true
 	nixOnly.Algorithm = NIXOnly
-	for _, c := range []struct {
-		name string
-		cfg  Config
-		load float64
-		want bool
-	}{{"ours", DefaultConfig(), 100, true}, {"ours over overThres", DefaultConfig(), 500, false}, {"faithful chain", faithful, 100, false}, {"NIX only", nixOnly, 100, false}} {
+	checkLoadRule(t, (*Balancer).endsBeforeOverloaded, []loadRuleCase{
+		{"ours", DefaultConfig(), 100, true}, {"ours over overThres", DefaultConfig(), 500, false},
+		{"faithful chain", faithful, 100, false}, {"NIX only", nixOnly, 100, false},
+	})
+}
+
+// loadRuleCase: under cfg, a rule of a node's load should answer want at load.
+type loadRuleCase struct {
+	name string
+	cfg  Config
+	load float64
+	want bool
+}
+
+// checkLoadRule asks rule of a lone node of each case's configuration.
+func checkLoadRule(t *testing.T, rule func(*Balancer, float64) bool, cases []loadRuleCase) {
+	t.Helper()
+	for _, c := range cases {
 		_, b := loneNode(t, "n", store.NewMemory(), c.cfg)
-		if got := b.endsBeforeOverloaded(c.load); got != c.want {
+		if got := rule(b, c.load); got != c.want {
 			t.Errorf("%s at %v: %v, want %v", c.name, c.load, got, c.want)
 		}
 	}
@@ -87,21 +99,11 @@ func TestAtLine(t *testing.T) {
 	off, faithful, nixOnly := DefaultConfig(), DefaultConfig().Faithful(), DefaultConfig()
 	off.Settle = false
 	nixOnly.Algorithm = NIXOnly
-	for _, c := range []struct {
-		name string
-		cfg  Config
-		load float64
-		want bool
-	}{
+	checkLoadRule(t, (*Balancer).atLine, []loadRuleCase{
 		{"ours", DefaultConfig(), 59.5, true}, {"ours at thres", DefaultConfig(), 60, true},
 		{"ours under the line", DefaultConfig(), 58, false}, {"ours over thres", DefaultConfig(), 60.5, false},
 		{"settle off", off, 59.5, false}, {"faithful", faithful, 59.5, false}, {"NIX only", nixOnly, 59.5, false},
-	} {
-		_, b := loneNode(t, "n", store.NewMemory(), c.cfg)
-		if got := b.atLine(c.load); got != c.want {
-			t.Errorf("%s at %v: %v, want %v", c.name, c.load, got, c.want)
-		}
-	}
+	})
 }
 
 // TestSettlingWaveEndsOnlyWithRoom: a member of a settling wave that would end above keep
