@@ -131,7 +131,8 @@ func (b *Balancer) startWave(dir pb.Side, l float64, settle bool) {
 	if settle {
 		b.Stats.SettlingWaves++
 	}
-	b.initiated[wave] = initiatedWave{dir: dir, settle: settle}
+	w := initiatedWave{dir: dir, settle: settle}
+	b.initiated[wave] = w
 	b.lockFor(wave, roleChain, b.cfg.LockLease())
 	self := b.sg.Self()
 	b.lock.dir, b.lock.chain, b.lock.tmpL, b.lock.settle = dir, []overlay.Peer{self}, l, settle
@@ -142,7 +143,7 @@ func (b *Balancer) startWave(dir pb.Side, l float64, settle bool) {
 	}
 	next := b.neighbour(dir)
 	if next.IsZero() || next.ID == self.ID {
-		b.waveFailed(wave, b.initiated[wave])
+		b.waveFailed(wave, w)
 		return
 	}
 	piece, own := b.plannedPiece(dir, l)
