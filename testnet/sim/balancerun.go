@@ -131,7 +131,9 @@ type BalanceResult struct {
 	// QueryRetries: attempts of queries sent again after a timeout (after the warm-up); each
 	// walks its range again, and the nodes count the keys it reads again in their load.
 	QueryRetries int `json:"query_retries"`
-	Crashed      int `json:"crashed"`
+	// LoadRetries: batch puts of the load phase sent again because they failed (message loss).
+	LoadRetries int `json:"load_retries"`
+	Crashed     int `json:"crashed"`
 	// LookupsAfter: lookups of random keys from random nodes once balancing ended, checked
 	// against the reference (every key must be found where it belongs), with message loss off.
 	LookupsAfter HopStats `json:"lookups_after"`
@@ -237,20 +239,37 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 		return nil, fmt.Errorf("build: %w", err)
 	}
 	label("load")
-	const batch = 1000
+	// A batch put that fails (under --loss, a part of it forwarded to the next owner may be
+	// lost) is sent again, as a client would: puts are idempotent. Counted as a failed query
+	// instead, the keys it did not store were expected all the same and the end check reported
+	// them missing, as if balancing had lost them.
+	const batch, loadAttempts = 1000, 5
+	notLoaded := 0
+	var put func(items []overlay.Item, attempt int)
+	put = func(items []overlay.Item, attempt int) {
+		h.Do(h.RandomOwner(), func(n *node.Node) uint64 { return n.PutBatch(items) }, func(r overlay.Result) {
+			switch {
+			case r.Status == pb.Status_STATUS_OK:
+			case attempt < loadAttempts:
+				res.LoadRetries++
+				put(items, attempt+1)
+			default:
+				notLoaded++
+			}
+		})
+	}
 	for lo := 0; lo < len(keys); lo += batch {
 		items := make([]overlay.Item, 0, batch)
 		for _, k := range keys[lo:min(lo+batch, len(keys))] {
 			items = append(items, overlay.Item{Key: k, Value: []byte("v")})
 			h.Expected[k] = "v"
 		}
-		h.Do(h.RandomOwner(), func(n *node.Node) uint64 { return n.PutBatch(items) }, func(r overlay.Result) {
-			if r.Status != pb.Status_STATUS_OK {
-				res.QueriesFailed++
-			}
-		})
+		put(items, 1)
 	}
 	nw.RunWhile(func() bool { return h.Pending() > 0 }, nw.Now()+100_000*time.Second)
+	if notLoaded > 0 {
+		return nil, fmt.Errorf("load: %d batches of %d items not stored in %d attempts", notLoaded, batch, loadAttempts)
+	}
 	// Let the levels settle before the clock of the experiment starts.
 	label("settle")
 	h.settle(2000*time.Second, func(int) {})
@@ -406,6 +425,9 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 				if h.Crash(id) == nil {
 					res.Crashed++
 				}
+			}
+			if direct != nil {
+				direct.forget(h.Lost)
 			}
 		}
 		loads, over := loadsNow()

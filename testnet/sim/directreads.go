@@ -31,7 +31,7 @@ const (
 	// per-key loads as routed queries, at a cost per key read. From traceLead before the balancers
 	// start, each query's route is traced through the nodes' own routing decisions so that
 	// SmartUNL's hints travel as on routed queries; no read is counted twice by a retry. It is
-	// what lets 50,000-node balancing runs be done at all (RESULTS.md, "Direct queries").
+	// what lets 50,000-node balancing runs be done at all (JOURNAL.md, "Direct queries").
 	QueriesDirect
 )
 
@@ -74,6 +74,14 @@ func newDirectReads(keys []overlay.Key, window time.Duration, slots int, epoch t
 
 func (d *directReads) add(at time.Duration, q workload.Query) {
 	d.pending = append(d.pending, directQuery{at, q})
+}
+
+// forget drops the keys no node stores any more (lost with crashed nodes, no replication yet):
+// a routed scan returns only stored keys, so nobody counts a read of them. Counted, they were
+// load their owner could never hand on (its NIX pieces carry the keys it stores), and the
+// faults experiment's crash runs with direct queries never completed.
+func (d *directReads) forget(lost map[overlay.Key]bool) {
+	d.keys = slices.DeleteFunc(slices.Clone(d.keys), func(k overlay.Key) bool { return lost[k] })
 }
 
 // flush counts every pending query's reads at the nodes that own its keys now. With origin, it
