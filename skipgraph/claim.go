@@ -150,14 +150,20 @@ func (n *Node) readmit(x overlay.Peer, keepExisting bool, why string) {
 	n.lost.remove(piece)    // x still has its items
 	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.ID, Range: piece, Items: len(items),
 		Detail: fmt.Sprintf("overlapping claims: %s; re-admitted, %d items held here sent (keep existing: %t)", why, len(items), keepExisting)})
-	// The items go back in batches; this node's copies go only once a batch is stored (a lost
-	// batch leaves them here, where a later handoff or re-admission can still find them).
+	n.pushCopies(items, keepExisting, "re-admission")
+}
+
+// pushCopies writes items this node holds but may not own to their owners, in batches, and
+// drops each batch's copies once it is stored, except the keys it is responsible for again (a
+// lost batch leaves them here, where a later handoff or re-admission can still find them). With
+// keepExisting the owners' own values stand.
+func (n *Node) pushCopies(items []overlay.Item, keepExisting bool, why string) {
 	for len(items) > 0 {
 		batch := items[:min(len(items), n.cfg.MaxItemsPerMessage)]
 		items = items[len(batch):]
 		n.putBatch(batch, keepExisting, func(r overlay.Result) {
 			if r.Status != pb.Status_STATUS_OK {
-				n.env.Logger().Warn("re-admission: items held here not delivered; copies kept",
+				n.env.Logger().Warn(why+": items held here not delivered; copies kept",
 					zap.Int("items", len(batch)), zap.String("error", r.Err))
 				return
 			}

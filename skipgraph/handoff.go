@@ -251,9 +251,22 @@ func (n *Node) onOutTimer(id uint64) {
 	if x := n.committing[id]; x != nil {
 		x.retries++
 		if x.retries > maxCommitRetries {
-			// The receiver is gone. Keep the copy: if its range falls back to this node, the
-			// items are still here.
+			// The receiver never confirmed: it may have crashed with the piece, whose range its
+			// neighbour then took over as lost, and this copy is the only one left. It goes to
+			// whoever owns the piece now, as writes that leave what the owner holds (a value
+			// written since wins); kept here, it was a copy outside this node's range that no
+			// read would ever find.
 			delete(n.committing, id)
+			var items []overlay.Item
+			_ = n.store.Ascend(x.piece, func(k overlay.Key, v []byte) bool {
+				if !n.Responsible(k) {
+					items = append(items, overlay.Item{Key: k, Value: v})
+				}
+				return true
+			})
+			n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.to.ID, Range: x.piece, Items: len(items),
+				Detail: "receiver never confirmed the commit; the piece's items held here written to its owner"})
+			n.pushCopies(items, true, "unconfirmed handoff")
 			if x.onDone != nil {
 				x.onDone()
 			}
