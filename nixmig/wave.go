@@ -44,7 +44,7 @@ func (b *Balancer) onCheck() {
 // thesis's 10% pulse a node of twelve hot keys of 5/s carries thres itself and reads 59–61/s:
 // at 500 nodes a few such nodes cost a few seconds, but at 50,000 there are dozens and some
 // of them are always over, so "every node under thres" came only when the noise allowed
-// (RESULTS.md, "Settling waves"). Such a node sends its excess over keep on in a settling wave,
+// (JOURNAL.md, "Settling waves"). Such a node sends its excess over keep on in a settling wave,
 // which ends only at a node with room (Config.Settle; never without headroom, nor in the
 // baselines).
 func (b *Balancer) atLine(l float64) bool {
@@ -227,7 +227,7 @@ func (b *Balancer) plannedPiece(dir pb.Side, tmpL float64) (load float64, own bo
 // before its own piece arrives: the chain is shifted (two handoff times, up to shiftReach·ttl
 // nodes) instead of sequential (a handoff time a member, ttl nodes), and the lump's other keys
 // follow in the next waves. Off in FaithfulChain and for NIX only, whose waves never bring
-// migrants and whose lumps lie next to their rooms (RESULTS.md: it made NIX only slower).
+// migrants and whose lumps lie next to their rooms (JOURNAL.md: it made NIX only slower).
 func (b *Balancer) shiftablePiece(dir pb.Side, l float64) (float64, bool) {
 	if !b.noMigrants[dir] || l > b.cfg.OverThres || b.cfg.FaithfulChain || b.cfg.Algorithm != NIXMIG {
 		return 0, false
@@ -299,7 +299,7 @@ func packedLoad(loads []float64, keep float64) float64 {
 // a balancing message may name (maxChain). The thesis's ttl bounds a wave because its chain
 // takes a handoff time per member; a shifted chain takes two whatever its length, so a lump of a
 // key or two crossing a packed region to a node with room 100–180 nodes away (the narrow
-// pulses' tails, RESULTS.md) travels four times as far a wave.
+// pulses' tails, JOURNAL.md) travels four times as far a wave.
 // The lock wave still takes a hop a member: at ttl 5, 20 nodes lock in 20 s, half a lease.
 const shiftReach = 4
 
@@ -313,7 +313,7 @@ const clearlyOverloaded = 1.2
 // is clearly overloaded itself, the initiator (or the last node reserved) then seeking migrants
 // for its own excess. In a hot region every node is over thres, and a NIX chain through it only
 // pushes load from node to node towards an end node as overloaded as the rest, where the
-// migrants arrive: on zipf θ 1–2 that was most of the items moved (RESULTS.md, "A wave ends
+// migrants arrive: on zipf θ 1–2 that was most of the items moved (JOURNAL.md, "A wave ends
 // before an overloaded node"). Each hot node's own waves bring its own migrants instead. Not
 // above overThres, where a wave hands on only the share a of the excess and the chains spread a
 // pulse's first lumps sooner than migrants alone (the 5% pulse was slower with the rule there),

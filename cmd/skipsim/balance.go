@@ -44,7 +44,7 @@ about queries x hops x keys read. --queries direct counts each query's reads at 
 owners at once and only traces its route (from a minute before the balancers start) so that
 SmartUNL's hints travel as before: at 500 nodes the results are those of routed queries within
 the seeds' spread, in a fifth of the wall time or less, and 50,000 nodes can be run at all (in
-about 50 minutes: docs/RESULTS.md, "Direct queries" and "Routes that went round in circles").
+about 50 minutes: docs/JOURNAL.md, "Direct queries" and "Routes that went round in circles").
 
 Progress goes to stderr (--quiet silences it); while the balancers run it shows how many nodes
 are still over thres.

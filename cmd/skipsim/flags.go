@@ -235,7 +235,7 @@ func (r *runFlags) validate() error {
 // they send a query again. Every attempt's reads count in the nodes' load, and the thesis's
 // simulator counts each query once; routes through a packed, churning hot region can take more
 // than 30 hops (30 s), so the overlay's 30 s default would have retried queries inflate the
-// measured load above thres on the narrowest pulses (RESULTS.md, "The request timeout").
+// measured load above thres on the narrowest pulses (JOURNAL.md, "The request timeout").
 const queryTimeout = 120 * time.Second
 
 // sampleEvery is the period of the metric series of every run.
