@@ -180,27 +180,46 @@ func TestBalanceReportsOverloaded(t *testing.T) {
 	}
 }
 
+// faultyPulse runs NIXMIG on the small setting's 10% pulse with the faults that fault sets, and
+// fails the test if the run ends with a broken invariant.
+func faultyPulse(t *testing.T, seed uint64, fault func(p *BalanceParams)) *BalanceResult {
+	t.Helper()
+	w, err := workload.NewPulse(5000, 100, 0.10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := smallBalance(nixmig.NIXMIG, w, seed)
+	fault(&p)
+	res, err := RunBalance(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Check != "ok" {
+		t.Fatalf("invariants after balancing: %s", res.Check)
+	}
+	return res
+}
+
+// crashAfter20s crashes the fraction of the nodes 20 s into balancing, queries counted direct.
+func crashAfter20s(fraction float64) func(p *BalanceParams) {
+	return func(p *BalanceParams) {
+		p.Queries = QueriesDirect
+		p.CrashFraction = fraction
+		p.CrashAfter = 20 * time.Second
+	}
+}
+
 // Under message loss a batch put of the load phase can fail with part of it stored; it is sent
 // again. Before, it was counted as a failed query while its keys stayed expected, and the end
 // check reported them missing as if balancing had lost them (this seed: 156 keys). The run
 // must have retried a batch, or it did not test this.
 func TestLoadRetriedUnderLoss(t *testing.T) {
-	w, err := workload.NewPulse(5000, 100, 0.10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := smallBalance(nixmig.NIXMIG, w, 2)
-	p.Net.Loss = 0.05
-	p.Duration = 300 * time.Second
-	res, err := RunBalance(p, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := faultyPulse(t, 2, func(p *BalanceParams) {
+		p.Net.Loss = 0.05
+		p.Duration = 300 * time.Second
+	})
 	if res.LoadRetries == 0 {
 		t.Fatal("no batch put of the load was sent again: the test does not test the retry")
-	}
-	if res.Check != "ok" {
-		t.Fatalf("invariants after balancing under loss: %s", res.Check)
 	}
 }
 
@@ -208,26 +227,12 @@ func TestLoadRetriedUnderLoss(t *testing.T) {
 // routed scans, which return only stored keys. Counted at their range's new owner, they were
 // load it could never hand on, and a crash run stayed unbalanced to its end (this seed).
 func TestDirectReadsForgetLostKeys(t *testing.T) {
-	w, err := workload.NewPulse(5000, 100, 0.10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := smallBalance(nixmig.NIXMIG, w, 7)
-	p.Queries = QueriesDirect
-	p.CrashFraction = 0.1
-	p.CrashAfter = 20 * time.Second
-	res, err := RunBalance(p, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := faultyPulse(t, 7, crashAfter20s(0.1))
 	if res.ItemsLost == 0 {
 		t.Fatal("the crash lost no item: the test does not test reads of lost keys")
 	}
 	if !res.Completed {
 		t.Fatalf("not balanced after the crash (%d nodes over thres at the end)", res.OverloadedEnd)
-	}
-	if res.Check != "ok" {
-		t.Fatalf("invariants after balancing: %s", res.Check)
 	}
 }
 
@@ -235,22 +240,7 @@ func TestDirectReadsForgetLostKeys(t *testing.T) {
 // outside its range, the only copy left of keys the crash counted lost, and the end check
 // failed invariant 3 (on this seed: 75 items). It now writes them to the piece's owner.
 func TestUnconfirmedHandoffCopyGoesToOwner(t *testing.T) {
-	w, err := workload.NewPulse(5000, 100, 0.10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := smallBalance(nixmig.NIXMIG, w, 4)
-	p.Queries = QueriesDirect
-	p.CrashFraction = 0.05
-	p.CrashAfter = 20 * time.Second
-	res, err := RunBalance(p, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.ItemsLost == 0 {
+	if res := faultyPulse(t, 4, crashAfter20s(0.05)); res.ItemsLost == 0 {
 		t.Fatal("the crash lost no item: the test does not test a crashed receiver")
-	}
-	if res.Check != "ok" {
-		t.Fatalf("invariants after balancing: %s", res.Check)
 	}
 }
