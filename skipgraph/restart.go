@@ -189,21 +189,7 @@ func (n *Node) checkWait() {
 // joins again, as a new incarnation, through the nodes it knows. A node that knows nobody keeps
 // waiting.
 func (n *Node) rejoinAfresh() {
-	var intro []overlay.NodeID
-	seen := map[overlay.NodeID]bool{n.self.ID: true}
-	add := func(p overlay.Peer) {
-		if !p.IsZero() && !seen[p.ID] {
-			seen[p.ID] = true
-			intro = append(intro, p.ID)
-		}
-	}
-	for _, lk := range n.levels {
-		add(lk.pred)
-		add(lk.succ)
-	}
-	for _, p := range n.succList {
-		add(p)
-	}
+	intro := n.linkedIDs()
 	if len(intro) == 0 {
 		return
 	}
@@ -227,6 +213,27 @@ func (n *Node) rejoinAfresh() {
 		n.env.Logger().Warn("could not join again", zap.Error(err))
 	}
 	n.releaseHeld() // the requests it held go on, or fail, as a joining node's do
+}
+
+// linkedIDs returns the nodes this node links to, level by level and then its successor list,
+// each once: the introducers of a node that joins again.
+func (n *Node) linkedIDs() []overlay.NodeID {
+	var ids []overlay.NodeID
+	seen := map[overlay.NodeID]bool{n.self.ID: true}
+	add := func(p overlay.Peer) {
+		if !p.IsZero() && !seen[p.ID] {
+			seen[p.ID] = true
+			ids = append(ids, p.ID)
+		}
+	}
+	for _, lk := range n.levels {
+		add(lk.pred)
+		add(lk.succ)
+	}
+	for _, p := range n.succList {
+		add(p)
+	}
+	return ids
 }
 
 // endWait ends the wait and releases the held requests. Held batch writes go first, so that no

@@ -200,12 +200,12 @@ func faultyPulse(t *testing.T, seed uint64, fault func(p *BalanceParams)) *Balan
 	return res
 }
 
-// crashAfter20s crashes the fraction of the nodes 20 s into balancing, queries counted direct.
-func crashAfter20s(fraction float64) func(p *BalanceParams) {
+// crash crashes the fraction of the nodes this long into balancing, queries counted direct.
+func crash(fraction float64, after time.Duration) func(p *BalanceParams) {
 	return func(p *BalanceParams) {
 		p.Queries = QueriesDirect
 		p.CrashFraction = fraction
-		p.CrashAfter = 20 * time.Second
+		p.CrashAfter = after
 	}
 }
 
@@ -227,7 +227,7 @@ func TestLoadRetriedUnderLoss(t *testing.T) {
 // routed scans, which return only stored keys. Counted at their range's new owner, they were
 // load it could never hand on, and a crash run stayed unbalanced to its end (this seed).
 func TestDirectReadsForgetLostKeys(t *testing.T) {
-	res := faultyPulse(t, 7, crashAfter20s(0.1))
+	res := faultyPulse(t, 7, crash(0.1, 20*time.Second))
 	if res.ItemsLost == 0 {
 		t.Fatal("the crash lost no item: the test does not test reads of lost keys")
 	}
@@ -240,7 +240,16 @@ func TestDirectReadsForgetLostKeys(t *testing.T) {
 // outside its range, the only copy left of keys the crash counted lost, and the end check
 // failed invariant 3 (on this seed: 75 items). It now writes them to the piece's owner.
 func TestUnconfirmedHandoffCopyGoesToOwner(t *testing.T) {
-	if res := faultyPulse(t, 4, crashAfter20s(0.05)); res.ItemsLost == 0 {
+	if res := faultyPulse(t, 4, crash(0.05, 20*time.Second)); res.ItemsLost == 0 {
 		t.Fatal("the crash lost no item: the test does not test a crashed receiver")
+	}
+}
+
+// A migrant joins again through the node it was told to join next to, then the node that took
+// its old range; when both crash (a fifth of the nodes at once, this seed) it asked the dead for
+// ever and stayed joining. The nodes it was linked to are its introducers too now.
+func TestMigrantRejoinsWhenItsIntroducersCrash(t *testing.T) {
+	if res := faultyPulse(t, 8, crash(0.2, 30*time.Second)); res.Crashed == 0 {
+		t.Fatal("nothing crashed")
 	}
 }
