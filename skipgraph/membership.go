@@ -393,6 +393,12 @@ func (n *Node) rejoin(m *migration) {
 // recognised as stale.
 func (n *Node) becomeNew() {
 	n.levels, n.succList = nil, nil
+	// What it heard from its predecessor in its former place says nothing of the next one: kept,
+	// a migrant that joined again next to the same predecessor found that node "silent" since
+	// before it left, began waiting for its neighbours' word at once, and after a mass crash,
+	// with the ring around it still being repaired, gave its place up and dropped the only
+	// copies of its range.
+	n.predHeard, n.predHeardID = time.Time{}, ""
 	running := n.maintain.running
 	n.maintain = maintainState{running: running}
 	n.maintain.init()
