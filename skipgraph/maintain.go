@@ -297,15 +297,17 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 		}
 		if overlay.StrictlyBetween(n.self.Start, from.Start, n.end()) {
 			n.settleOverlap(from, p)
+			// If a node before it starts inside this range too, settle with that one next, now
+			// rather than a probe interval later when the successor's next pong would name it.
+			// After a mass crash a node may take over a range that a hundred live nodes answer
+			// from (migrants that joined there unseen by it), and one step a tick was slower
+			// than the patience of a node waiting to be confirmed (checkWait).
+			n.checkIntruder(n.nextIntruder(from, p), from)
 			return
 		}
 		// It lies beyond this range's end: more than one node joined below the successor. Its
 		// own predecessor is closer; check that one next.
-		if theirPred := overlay.PeerFromPB(p.Pred); !theirPred.IsZero() && theirPred.ID != n.self.ID &&
-			overlay.StrictlyBetween(n.self.Start, theirPred.Start, from.Start) {
-			n.maintain.intruder = theirPred.ID
-			n.maintain.intruderSeq = n.ping(theirPred, 0, true)
-		}
+		n.checkIntruder(overlay.PeerFromPB(p.Pred), from)
 		return
 	}
 	if len(p.Preds) > 0 && len(p.Preds) == len(p.Succs) && from.ID == n.levels[0].succ.ID {
@@ -338,17 +340,48 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 	if theirPred.ID == n.self.ID {
 		return
 	}
-	if !theirPred.IsZero() && overlay.StrictlyBetween(n.self.Start, theirPred.Start, from.Start) {
-		// A node inside what this node takes for its range: one it wrongly declared dead, or one
-		// that joined its dead successor just before it died. If it answers, it is alive.
-		if _, checking := n.maintain.pings[n.maintain.intruderSeq]; checking && n.maintain.intruder == theirPred.ID {
-			return // the check is under way: a new ping would make its answer look stale
-		}
-		n.maintain.intruder = theirPred.ID
-		n.maintain.intruderSeq = n.ping(theirPred, 0, true)
+	if n.checkIntruder(theirPred, from) {
 		return
 	}
 	n.updateNeighbor(from.ID, 0, pb.Side_SIDE_PRED, n.self, theirPred.ID, pb.Cause_CAUSE_MAINTAIN)
+}
+
+// nextIntruder picks the node to check after settling with x, a live node inside this node's
+// range whose table pong is p: x's predecessor, or, when this node holds none of the items
+// between them, the one of x's predecessors on every level that starts nearest after this
+// node's start — so that a range holding many live nodes is given up in a logarithmic number
+// of steps, skipping nodes whose parts carry no items of ours to settle.
+func (n *Node) nextIntruder(x overlay.Peer, p *pb.Pong) overlay.Peer {
+	next := overlay.PeerFromPB(p.Pred)
+	order := overlay.ClockwiseFrom(n.self.Start)
+	for _, c := range p.Preds {
+		y := overlay.PeerFromPB(c)
+		if y.IsZero() || y.ID == n.self.ID || !overlay.StrictlyBetween(n.self.Start, y.Start, x.Start) ||
+			(!next.IsZero() && !order.OfPeer(&y).Before(order.OfPeer(&next))) {
+			continue
+		}
+		if held, err := n.store.Count(overlay.Range{Start: y.Start, End: x.Start}); err == nil && held == 0 {
+			next = y
+		}
+	}
+	return next
+}
+
+// checkIntruder pings x, the predecessor that the node above (this node's successor, or a node
+// past its range's end) names, if x starts strictly between this node's start and above's: a
+// node inside what this node takes for its range — one it wrongly declared dead, or one that
+// joined its dead successor just before it died. If it answers, it is alive (onPong settles
+// with it). It reports whether x lies there.
+func (n *Node) checkIntruder(x, above overlay.Peer) bool {
+	if x.IsZero() || x.ID == n.self.ID || !overlay.StrictlyBetween(n.self.Start, x.Start, above.Start) {
+		return false
+	}
+	if _, checking := n.maintain.pings[n.maintain.intruderSeq]; checking && n.maintain.intruder == x.ID {
+		return true // the check is under way: a new ping would make its answer look stale
+	}
+	n.maintain.intruder = x.ID
+	n.maintain.intruderSeq = n.ping(x, 0, true)
+	return true
 }
 
 func (n *Node) updateNeighbor(to overlay.NodeID, l int, side pb.Side, node overlay.Peer, expect overlay.NodeID, cause pb.Cause) {

@@ -1,6 +1,7 @@
 package skipgraph
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -361,5 +362,87 @@ func TestStrangerFurtherOnIsNotAStartMove(t *testing.T) {
 	a.learn(again)
 	if c := a.maintain.stranger; c.gone != again.ID || c.keep != again.Incarnation {
 		t.Fatalf("a took b's new incarnation for a start move (check under way: %+v)", c)
+	}
+}
+
+// TestTakeOverOfManyLiveNodesSettledQuickly: after a mass crash a node may take over a range that
+// many live nodes answer from — migrants that joined there unseen by it. a's successor list skips
+// the 24 nodes c00…c23 that joined between b and z; b crashes, and a takes b's range over up to
+// what it knows. Settling with those nodes one per probe interval (each found by the successor's
+// next pong) took 24 intervals, longer than a node waiting for its neighbours' word waits; now
+// each settled node's predecessors are checked at once, on every level, so the ring is whole a
+// few intervals after the take-over. An item a holds inside c10's range reaches c10: a skips
+// no node whose part holds items of its own.
+func TestTakeOverOfManyLiveNodesSettledQuickly(t *testing.T) {
+	nw := newTestNet(t, DefaultConfig())
+	nw.bootstrap("a")
+	nw.join("b", "a", k(1000))
+	z := nw.join("z", "a", k(3000))
+	var cs []overlay.NodeID
+	for i := range 24 {
+		id := overlay.NodeID(fmt.Sprintf("c%02d", i))
+		nw.join(id, "b", k(2000+40*i))
+		cs = append(cs, id)
+	}
+	nw.advance(time.Minute)
+	nw.checkRing()
+	a := nw.nodes["a"]
+	a.succList = []overlay.Peer{a.levels[0].succ, z.Self()}
+	// An item that a will hold inside c10's range while it holds the range (as if written during
+	// the take-over, which settles within a probe interval here: messages take no time).
+	_ = a.Store().Put(k(2410), []byte("written during the take-over"))
+	nw.crash("b")
+	tookOver := time.Time{}
+	for range 60 {
+		nw.advance(nw.cfg.ProbeInterval)
+		if tookOver.IsZero() && a.Stats.RangesLost > 0 {
+			tookOver = nw.clock.now
+		}
+		if a.Range() == (overlay.Range{Start: "", End: k(2000)}) {
+			break
+		}
+	}
+	if tookOver.IsZero() {
+		t.Fatal("a never took b's range over")
+	}
+	if want := (overlay.Range{Start: "", End: k(2000)}); a.Range() != want {
+		t.Fatalf("a owns %s, want %s", a.Range(), want)
+	}
+	if took := nw.clock.now.Sub(tookOver); took > 4*nw.cfg.ProbeInterval {
+		t.Errorf("a settled with the %d live nodes in its range %s after taking it over; want a few probe intervals", len(cs), took)
+	}
+	nw.advance(time.Minute)
+	nw.checkRing()
+	nw.checkLevels()
+	if got := value(t, nw.nodes["c10"], 2410); got != "written during the take-over" {
+		t.Errorf("c10 holds %q for 2410, want a's write", got)
+	}
+	if n, _ := a.Store().Count(overlay.Range{Start: k(2000), End: ""}); n != 0 {
+		t.Errorf("a still holds %d items outside its range", n)
+	}
+}
+
+// TestNextIntruderSkipsOnlyPartsWithoutItems: after settling with x, a node checks next the one
+// of x's predecessors that starts nearest after its own start — but never past a part where it
+// holds items: the claims are compared with the node it settles with only, so those items must
+// meet their own node's claim.
+func TestNextIntruderSkipsOnlyPartsWithoutItems(t *testing.T) {
+	nw := newTestNet(t, DefaultConfig())
+	a := nw.bootstrap("a")
+	peer := func(id overlay.NodeID, at int) overlay.Peer {
+		return overlay.Peer{ID: id, Incarnation: 1}.WithStart(k(at), 1)
+	}
+	x, c23, c16, c08 := peer("x", 3000), peer("c23", 2920), peer("c16", 2640), peer("c08", 2320)
+	pong := &pb.Pong{Pred: c23.ToPB(), Preds: []*pb.NodeRef{c23.ToPB(), c16.ToPB(), c08.ToPB(), a.Self().ToPB(), peer("far", 3500).ToPB()}}
+	if got := a.nextIntruder(x, pong); got.ID != "c08" {
+		t.Fatalf("holding nothing there: next %s, want c08, the nearest after a's start", got.ID)
+	}
+	_ = a.Store().Put(k(2410), []byte("v"))
+	if got := a.nextIntruder(x, pong); got.ID != "c16" {
+		t.Fatalf("holding 2410: next %s, want c16, the nearest with nothing of a's between it and x", got.ID)
+	}
+	_ = a.Store().Put(k(2950), []byte("v"))
+	if got := a.nextIntruder(x, pong); got.ID != "c23" {
+		t.Fatalf("holding 2950: next %s, want c23, x's own predecessor", got.ID)
 	}
 }

@@ -102,9 +102,10 @@ func (n *Node) mayBeReplaced() bool {
 	// The node itself stood still (a paused process: its ticks did not run; messages buffered
 	// meanwhile, old pings among them, may be read before the late tick), or its predecessor
 	// stopped reaching it, or nobody did (a partition; the second check also covers a
-	// predecessor linked so recently that it was never heard from).
+	// predecessor linked so recently that it was never heard from). A node linked to no
+	// predecessor, having heard none since it joined, is not met by a silence: nobody's.
 	frozen := !n.maintain.lastTick.IsZero() && now.Sub(n.maintain.lastTick) > limit
-	silent := (pred.ID == n.predHeardID && now.Sub(n.predHeard) > limit) ||
+	silent := (!pred.IsZero() && pred.ID == n.predHeardID && now.Sub(n.predHeard) > limit) ||
 		(!n.heardAny.IsZero() && now.Sub(n.heardAny) > limit)
 	if !frozen && !silent {
 		return false
