@@ -446,3 +446,36 @@ func TestNextIntruderSkipsOnlyPartsWithoutItems(t *testing.T) {
 		t.Fatalf("holding 2950: next %s, want c23, x's own predecessor", got.ID)
 	}
 }
+
+// TestSuccessorMovedUpFromUnderADeadJoiner: m1, m2 and m3 joined below s one after the other, so
+// that s's start moved up from 1000 to 2000, and a lists s at 1000, next to m1. m1 crashes: a
+// links to s, taking it for the node that holds m1's range (it starts where a's range ends, as a
+// knows it). s names m3 as its predecessor, m3 names m2, and m2 names nobody (it found m1 dead):
+// a must take m1's range over and link to m2, not walk down to m2 every tick for ever, leaving
+// [1000, 1300) to nobody (20% of 500 nodes crashing, seed 19).
+func TestSuccessorMovedUpFromUnderADeadJoiner(t *testing.T) {
+	nw := newTestNet(t, DefaultConfig())
+	a := nw.bootstrap("a")
+	nw.join("m1", "a", k(1000))
+	nw.join("m2", "a", k(1300))
+	nw.join("m3", "a", k(1600))
+	s := nw.join("s", "a", k(2000))
+	nw.join("z", "a", k(3000))
+	nw.advance(time.Minute)
+	nw.checkRing()
+	// The state seed 19 reached, set up directly: a links to s at its old start, and m2, having
+	// found m1 dead, links to no predecessor.
+	nw.crash("m1")
+	stale := s.Self().WithStart(k(1000), s.Self().Version)
+	a.levels[0].succ, a.succList = stale, []overlay.Peer{stale}
+	nw.nodes["m2"].levels[0].pred = overlay.Peer{}
+	nw.advance(3 * time.Minute)
+	nw.checkRing()
+	nw.checkLevels()
+	if want := (overlay.Range{Start: "", End: k(1300)}); a.Range() != want {
+		t.Fatalf("a owns %s, want %s", a.Range(), want)
+	}
+	if a.Stats.RangesLost != 1 {
+		t.Fatalf("a counted %d ranges lost, want m1's", a.Stats.RangesLost)
+	}
+}
