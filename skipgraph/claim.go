@@ -154,9 +154,10 @@ func (n *Node) readmit(x overlay.Peer, keepExisting bool, why string) {
 }
 
 // pushCopies writes items this node holds but may not own to their owners, in batches, and
-// drops each batch's copies once it is stored, except the keys it is responsible for again (a
-// lost batch leaves them here, where a later handoff or re-admission can still find them). With
-// keepExisting the owners' own values stand.
+// drops each batch's copies once it is stored, except the keys it is responsible for again. A
+// batch that fails leaves its copies here: those in the range a later handoff or re-admission can
+// still find, the others the tick writes out again (strays). With keepExisting the owners' own
+// values stand.
 func (n *Node) pushCopies(items []overlay.Item, keepExisting bool, why string) {
 	for len(items) > 0 {
 		batch := items[:min(len(items), n.cfg.MaxItemsPerMessage)]
@@ -165,6 +166,7 @@ func (n *Node) pushCopies(items []overlay.Item, keepExisting bool, why string) {
 			if r.Status != pb.Status_STATUS_OK {
 				n.env.Logger().Warn(why+": items held here not delivered; copies kept",
 					zap.Int("items", len(batch)), zap.String("error", r.Err))
+				n.strays = true
 				return
 			}
 			for _, it := range batch {
@@ -196,4 +198,30 @@ func (n *Node) cede(x overlay.Peer, why string) {
 	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.ID, Range: piece, Items: stale,
 		Detail: fmt.Sprintf("overlapping claims: %s; a live node owns this part, %d stale copies dropped", why, stale)})
 	n.releaseHeld()
+}
+
+// pushStrays writes the items held outside this node's range to their owners again, after a
+// write of copies failed (a migrant's after a mass crash: no answer in three attempts). Not
+// while a handoff is under way or the node waits to be confirmed: its copies outside the range
+// may then be a piece in transit, or older than what the ring holds.
+func (n *Node) pushStrays() {
+	if n.state != StateActive || n.unconfirmed() || n.Busy() || len(n.committing) > 0 {
+		return
+	}
+	n.strays = false
+	r := n.Range()
+	if r.Start == r.End {
+		return // the whole circle is this node's
+	}
+	var items []overlay.Item
+	_ = n.store.Ascend(overlay.Range{Start: r.End, End: r.Start}, func(k overlay.Key, v []byte) bool {
+		items = append(items, overlay.Item{Key: k, Value: v})
+		return true
+	})
+	if len(items) == 0 {
+		return
+	}
+	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Items: len(items),
+		Detail: fmt.Sprintf("%d copies held outside the range after a failed write to their owners; written again", len(items))})
+	n.pushCopies(items, true, "stray copies")
 }

@@ -148,6 +148,9 @@ func (n *Node) onTick() {
 	}
 	n.maintain.ticks++
 	n.maintain.lastTick = n.env.Now()
+	if n.strays {
+		n.pushStrays()
+	}
 	lk := n.levels[0]
 	if lk.succ.ID == n.self.ID {
 		n.callFormerPeers()

@@ -74,6 +74,11 @@ type Node struct {
 	in         *inXfer
 	held       []*pb.Envelope // routed messages for keys of the incoming piece
 
+	// strays is set when copies written to their owners (pushCopies) were not all delivered:
+	// items outside the range may be held here, the only copies perhaps, and no read or
+	// handoff would ever find them. The tick writes them out again (pushStrays).
+	strays bool
+
 	join     joinState
 	leave    leaveState
 	maintain maintainState
