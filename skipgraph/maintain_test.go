@@ -479,3 +479,30 @@ func TestSuccessorMovedUpFromUnderADeadJoiner(t *testing.T) {
 		t.Fatalf("a counted %d ranges lost, want m1's", a.Stats.RangesLost)
 	}
 }
+
+// TestTakeOverReachesTheSuccessorsStartAsItIsNow: c gave [2000, 2500) to b by a NIX, and a still
+// lists c at 2000. b crashes: a takes b's range over up to c's start as a knew it, and c, asked
+// at once, answers from 2500 with a as its predecessor. [2000, 2500) was b's too: a takes it over
+// rather than leave it to nobody (20% of 500 nodes crashing, seed 73: a migrant's leave then
+// never started, its piece not adjoining its predecessor's range).
+func TestTakeOverReachesTheSuccessorsStartAsItIsNow(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	a, c := nw.nodes["a"], nw.nodes["c"]
+	stale := c.Self()
+	nw.nix(t, "c", false, k(2500))
+	if c.Self().Start != k(2500) {
+		t.Fatalf("c starts at %q after its NIX to b", c.Self().Start)
+	}
+	a.succList = []overlay.Peer{a.levels[0].succ, stale}
+	// a finds b dead before it hears from c (whose messages would refresh its entry): in the
+	// seed, the entry came from the dead node's tables, and c was not probed beforehand.
+	nw.crash("b")
+	a.peerFailed("b")
+	nw.run()
+	nw.advance(2 * time.Minute)
+	nw.checkRing()
+	nw.checkLevels()
+	if want := (overlay.Range{Start: "", End: k(2500)}); a.Range() != want {
+		t.Fatalf("a owns %s, want %s", a.Range(), want)
+	}
+}
