@@ -317,16 +317,17 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 		}
 		// It lies beyond this range's end: more than one node joined below the successor. Its
 		// own predecessor is closer; check that one next.
-		if theirPred := overlay.PeerFromPB(p.Pred); !theirPred.IsZero() {
-			n.checkIntruder(theirPred, from)
+		if n.checkIntruder(overlay.PeerFromPB(p.Pred), from) {
 			return
 		}
-		// It knows no predecessor: it found the node before it dead, and no node it knows of
-		// starts between this range's end and it. The node that started at this range's end
-		// (the last of those that joined below the successor, unknown here but for its start)
-		// died too, and the range up to it is nobody's. Without this, a node whose successor
-		// had moved up from under three migrants, the first of which crashed, walked down to the
-		// third every tick for ever (20% of 500 nodes crashing, seed 19).
+		// It knows no node between this one and it: no predecessor (it found the node before it
+		// dead), this node, or one before this node. The node that started at this range's end
+		// (the last of those that joined below the successor, known here by its start only)
+		// died, and the range up to it is nobody's. Without this, a node whose successor had
+		// moved up from under three migrants, the first of which crashed, walked down to the
+		// third every tick for ever (20% of 500 nodes crashing, seed 19); and one whose
+		// successor's new predecessor was a node before it never met that node, which held the
+		// range over both (seed 61).
 		n.takeOverUpTo(from)
 		return
 	}

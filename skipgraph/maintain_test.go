@@ -506,3 +506,28 @@ func TestTakeOverReachesTheSuccessorsStartAsItIsNow(t *testing.T) {
 		t.Fatalf("a owns %s, want %s", a.Range(), want)
 	}
 }
+
+// TestSuccessorsNewPredecessorBeforeThisNode: a links to s at a start s has moved up from (1200,
+// now 2000), s names m as its predecessor, and m names p, a node before a: m knows no node
+// between a and itself, and [1200, 1500) is nobody's. a takes it over and links to m, which then
+// takes a for its predecessor (20% of 500 nodes crashing, seed 61: the two chains never met, and
+// the node before held a range over the other chain's).
+func TestSuccessorsNewPredecessorBeforeThisNode(t *testing.T) {
+	nw := newTestNet(t, DefaultConfig())
+	p := nw.bootstrap("p")
+	a := nw.join("a", "p", k(1000))
+	m := nw.join("m", "p", k(1500))
+	s := nw.join("s", "p", k(2000))
+	nw.join("z", "p", k(3000))
+	nw.advance(time.Minute)
+	nw.checkRing()
+	stale := s.Self().WithStart(k(1200), s.Self().Version)
+	a.levels[0].succ, a.succList = stale, []overlay.Peer{stale}
+	m.levels[0].pred = p.Self()
+	nw.advance(2 * time.Minute)
+	nw.checkRing()
+	nw.checkLevels()
+	if want := (overlay.Range{Start: k(1000), End: k(1500)}); a.Range() != want {
+		t.Fatalf("a owns %s, want %s", a.Range(), want)
+	}
+}
