@@ -298,11 +298,13 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 		// the node handed its range over. A node that answers now still owns its range (a node
 		// that left answers no pings); one that is leaving will hand it to this node next.
 		n.maintain.intruder, n.maintain.intruderSeq = "", 0
-		if from.Start == n.end() && from.ID != n.levels[0].succ.ID {
-			// It starts where this range ends: it joined below the successor, taking the
-			// successor's lower part, and its word of it did not arrive. Link to it.
-			n.levels[0].succ = from
-			n.succList = n.trimSuccList(append([]overlay.Peer{from}, n.succList...))
+		if from.Start == n.end() {
+			if from.ID != n.levels[0].succ.ID {
+				// It starts where this range ends: it joined below the successor, taking the
+				// successor's lower part, and its word of it did not arrive. Link to it.
+				n.levels[0].succ = from
+				n.succList = n.trimSuccList(append([]overlay.Peer{from}, n.succList...))
+			}
 			return
 		}
 		if overlay.StrictlyBetween(n.self.Start, from.Start, n.end()) {
