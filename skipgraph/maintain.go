@@ -99,7 +99,8 @@ type maintainState struct {
 	// Cleared whenever the successor answers.
 	beyondPreds map[overlay.NodeID]overlay.Peer
 	// succItems is what the level-0 successor last said it stores (succItemsOf is it): the
-	// items lost with it if it fails, and what its leave would move (SuccessorItems).
+	// items lost with it if it fails, and what its leave would move (SuccessorItems); and
+	// where it starts now, which a stale link may not know (see the intruder check in onPong).
 	succItems   int
 	succItemsOf overlay.Peer
 	formerCalls map[overlay.NodeID]int
@@ -318,7 +319,12 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 			return
 		}
 		// It lies beyond this range's end: more than one node joined below the successor. Its
-		// own predecessor is closer; check that one next.
+		// own predecessor is closer; check that one next. Only between this range's end and
+		// the successor's start as the successor last answered: anywhere else it has moved
+		// since it was named (a migrant that joined elsewhere) and says nothing of the gap.
+		if s := n.maintain.succItemsOf; s.ID != n.levels[0].succ.ID || !overlay.StrictlyBetween(n.end(), from.Start, s.Start) {
+			return
+		}
 		if n.checkIntruder(overlay.PeerFromPB(p.Pred), from) {
 			return
 		}

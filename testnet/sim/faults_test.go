@@ -105,3 +105,35 @@ func TestPartitionDropsTraffic(t *testing.T) {
 		t.Fatal("messages still dropped after Heal")
 	}
 }
+
+// TestRendezvousEndsALoneNodesSplit: a node cut off from all others long enough takes the whole
+// circle, and once it has called on every node it remembered (formerCalls times each) it stops
+// calling: after the partition heals it held the whole circle beside the ring for ever — what a
+// node whose every link crashed at once did too (30% of 500 nodes crashing). The simulator's
+// rendezvous, as the libp2p runtime's through the DHT, gives it a live node to call on, and the
+// two rings merge.
+func TestRendezvousEndsALoneNodesSplit(t *testing.T) {
+	for _, rendezvous := range []time.Duration{0, DefaultConfig().Rendezvous} {
+		cfg := DefaultConfig()
+		cfg.Rendezvous = rendezvous
+		h := build(t, cfg, 8)
+		lone := h.IDs()[3]
+		h.Net.Partition(map[overlay.NodeID]int{lone: 1})
+		h.Net.RunFor(time.Hour)
+		if !h.Net.Node(lone).Alone() {
+			t.Fatalf("rendezvous %s: %s, cut off for an hour, is not alone", rendezvous, lone)
+		}
+		h.Net.Heal()
+		h.Net.RunFor(10 * time.Minute)
+		rep := h.Net.Check()
+		if rendezvous == 0 {
+			if rep.OK() || !h.Net.Node(lone).Alone() {
+				t.Fatalf("without rendezvous %s found the ring again: the test does not test the rendezvous", lone)
+			}
+			continue
+		}
+		if !rep.OK() {
+			t.Fatalf("with rendezvous: %s", rep)
+		}
+	}
+}

@@ -35,6 +35,11 @@ type Config struct {
 	Marshal bool
 	// Logger receives the nodes' logs; nil means none.
 	Logger *zap.Logger
+	// Rendezvous, when positive, is the period at which a node that is alone (every node it
+	// knew failed) is given a random live node to call on, as the libp2p runtime's rendezvous
+	// through the DHT does (overlay/p2p): without it, a node whose every link and remembered
+	// peer crashed at once (30% of 500 nodes) held the whole circle for ever beside the ring.
+	Rendezvous time.Duration
 }
 
 // FitTimeouts raises the nodes' probe timeout to the longest round trip plus one hop, so that
@@ -47,7 +52,7 @@ func (c *Config) FitTimeouts() {
 
 // DefaultConfig returns a lossless network with one time unit per hop.
 func DefaultConfig() Config {
-	return Config{Seed: 1, Latency: time.Second, Node: node.DefaultConfig()}
+	return Config{Seed: 1, Latency: time.Second, Node: node.DefaultConfig(), Rendezvous: 10 * time.Second}
 }
 
 // Network is a simulated network of nodes.
@@ -128,14 +133,49 @@ func New(cfg Config) (*Network, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Network{
+	nw := &Network{
 		cfg:    cfg,
 		epoch:  time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 		rng:    rand.New(rand.NewPCG(cfg.Seed, 0x5eed)),
 		nodes:  map[overlay.NodeID]*simNode{},
 		groups: map[overlay.NodeID]int{},
 		log:    log,
-	}, nil
+	}
+	if cfg.Rendezvous > 0 {
+		nw.At(cfg.Rendezvous, nw.rendezvous)
+	}
+	return nw, nil
+}
+
+// rendezvous gives every running node that is alone a random other node that runs and owns a
+// range (Config.Rendezvous), and comes again after the period.
+func (nw *Network) rendezvous() {
+	defer nw.At(nw.now+nw.cfg.Rendezvous, nw.rendezvous)
+	var alone []*simNode
+	for _, s := range nw.order {
+		if s.alive && s.node.Alone() {
+			alone = append(alone, s)
+		}
+	}
+	if len(alone) == 0 {
+		return
+	}
+	var owners []*simNode
+	for _, s := range nw.order {
+		if s.alive && s.node.Owns() {
+			owners = append(owners, s)
+		}
+	}
+	for _, s := range alone {
+		if len(owners) < 2 {
+			break
+		}
+		other := owners[nw.rng.IntN(len(owners))]
+		for other == s {
+			other = owners[nw.rng.IntN(len(owners))]
+		}
+		s.node.Rediscover(other.id)
+	}
 }
 
 // Now returns the virtual time elapsed since the start.
