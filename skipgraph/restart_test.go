@@ -476,3 +476,35 @@ func TestNoPredecessorIsNotASilentOne(t *testing.T) {
 		t.Fatal("b, linked to no predecessor and having heard none, took itself for replaced")
 	}
 }
+
+// TestWaitingNodeTakesNoHandoff: a node that waits for its neighbours' word refuses NIX pieces
+// and leaves: if the ring replaced it, it will drop what it holds there as stale copies, fresh
+// items with them.
+func TestWaitingNodeTakesNoHandoff(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	b := nw.nodes["b"]
+	b.startWait()
+	var d nixDone
+	if err := nw.nodes["c"].GiveNIX(false, k(2500), pb.Cause_CAUSE_BALANCE, d.fn()); err != nil {
+		t.Fatal(err)
+	}
+	nw.run()
+	if d.calls != 1 || d.ok {
+		t.Fatalf("c's NIX to the waiting b: done called %d times, ok %v; want refused", d.calls, d.ok)
+	}
+	if want := (overlay.Range{Start: k(1000), End: k(2000)}); b.Range() != want {
+		t.Fatalf("b owns %s, want %s", b.Range(), want)
+	}
+	if err := nw.nodes["c"].Leave(); err != nil {
+		t.Fatal(err)
+	}
+	nw.run()
+	if want := (overlay.Range{Start: k(1000), End: k(2000)}); b.Range() != want || !b.unconfirmed() {
+		t.Fatalf("b owns %s after c's leave (still waiting: %v), want %s", b.Range(), b.unconfirmed(), want)
+	}
+	// Once confirmed, b takes the leave (c tries again).
+	nw.advance(time.Minute)
+	if want := (overlay.Range{Start: k(1000), End: k(3000)}); b.Range() != want {
+		t.Fatalf("b owns %s a minute later, want %s", b.Range(), want)
+	}
+}
