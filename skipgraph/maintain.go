@@ -400,13 +400,16 @@ func (n *Node) nextIntruder(x overlay.Peer, p *pb.Pong) overlay.Peer {
 // past its range's end) names, if x starts strictly between this node's start and above's: a
 // node inside what this node takes for its range — one it wrongly declared dead, or one that
 // joined its dead successor just before it died. If it answers, it is alive (onPong settles
-// with it). It reports whether x lies there.
+// with it). It reports whether x lies there. A check under way is let run: a new ping would make
+// its answer look stale, and a walk down a chain of nodes past this range's end, started again
+// from the successor every tick, never got further than two or three of them (30% of 500 nodes
+// crashing, seed 21).
 func (n *Node) checkIntruder(x, above overlay.Peer) bool {
 	if x.IsZero() || x.ID == n.self.ID || !overlay.StrictlyBetween(n.self.Start, x.Start, above.Start) {
 		return false
 	}
-	if _, checking := n.maintain.pings[n.maintain.intruderSeq]; checking && n.maintain.intruder == x.ID {
-		return true // the check is under way: a new ping would make its answer look stale
+	if _, checking := n.maintain.pings[n.maintain.intruderSeq]; checking {
+		return true
 	}
 	n.maintain.intruder = x.ID
 	n.maintain.intruderSeq = n.ping(x, 0, true)
