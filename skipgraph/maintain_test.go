@@ -365,6 +365,26 @@ func TestStrangerFurtherOnIsNotAStartMove(t *testing.T) {
 	}
 }
 
+// placed is a node to build and the key it joins at.
+type placed struct {
+	id overlay.NodeID
+	at int
+}
+
+// ringOf bootstraps the first node and joins the others through it, in order, each at its key,
+// then lets the levels settle.
+func ringOf(t *testing.T, nodes ...placed) *testNet {
+	t.Helper()
+	nw := newTestNet(t, DefaultConfig())
+	nw.bootstrap(nodes[0].id)
+	for _, p := range nodes[1:] {
+		nw.join(p.id, nodes[0].id, k(p.at))
+	}
+	nw.advance(time.Minute)
+	nw.checkRing()
+	return nw
+}
+
 // TestTakeOverOfManyLiveNodesSettledQuickly: after a mass crash a node may take over a range that
 // many live nodes answer from — migrants that joined there unseen by it. a's successor list skips
 // the 24 nodes c00…c23 that joined between b and z; b crashes, and a takes b's range over up to
@@ -374,19 +394,12 @@ func TestStrangerFurtherOnIsNotAStartMove(t *testing.T) {
 // few intervals after the take-over. An item a holds inside c10's range reaches c10: a skips
 // no node whose part holds items of its own.
 func TestTakeOverOfManyLiveNodesSettledQuickly(t *testing.T) {
-	nw := newTestNet(t, DefaultConfig())
-	nw.bootstrap("a")
-	nw.join("b", "a", k(1000))
-	z := nw.join("z", "a", k(3000))
-	var cs []overlay.NodeID
+	nodes := []placed{{"a", 0}, {"b", 1000}, {"z", 3000}}
 	for i := range 24 {
-		id := overlay.NodeID(fmt.Sprintf("c%02d", i))
-		nw.join(id, "b", k(2000+40*i))
-		cs = append(cs, id)
+		nodes = append(nodes, placed{overlay.NodeID(fmt.Sprintf("c%02d", i)), 2000 + 40*i})
 	}
-	nw.advance(time.Minute)
-	nw.checkRing()
-	a := nw.nodes["a"]
+	nw := ringOf(t, nodes...)
+	a, z, cs := nw.nodes["a"], nw.nodes["z"], nodes[3:]
 	a.succList = []overlay.Peer{a.levels[0].succ, z.Self()}
 	// An item that a will hold inside c10's range while it holds the range (as if written during
 	// the take-over, which settles within a probe interval here: messages take no time).
@@ -454,15 +467,8 @@ func TestNextIntruderSkipsOnlyPartsWithoutItems(t *testing.T) {
 // a must take m1's range over and link to m2, not walk down to m2 every tick for ever, leaving
 // [1000, 1300) to nobody (20% of 500 nodes crashing, seed 19).
 func TestSuccessorMovedUpFromUnderADeadJoiner(t *testing.T) {
-	nw := newTestNet(t, DefaultConfig())
-	a := nw.bootstrap("a")
-	nw.join("m1", "a", k(1000))
-	nw.join("m2", "a", k(1300))
-	nw.join("m3", "a", k(1600))
-	s := nw.join("s", "a", k(2000))
-	nw.join("z", "a", k(3000))
-	nw.advance(time.Minute)
-	nw.checkRing()
+	nw := ringOf(t, placed{"a", 0}, placed{"m1", 1000}, placed{"m2", 1300}, placed{"m3", 1600}, placed{"s", 2000}, placed{"z", 3000})
+	a, s := nw.nodes["a"], nw.nodes["s"]
 	// The state seed 19 reached, set up directly: a links to s at its old start, and m2, having
 	// found m1 dead, links to no predecessor.
 	nw.crash("m1")
@@ -513,14 +519,8 @@ func TestTakeOverReachesTheSuccessorsStartAsItIsNow(t *testing.T) {
 // takes a for its predecessor (20% of 500 nodes crashing, seed 61: the two chains never met, and
 // the node before held a range over the other chain's).
 func TestSuccessorsNewPredecessorBeforeThisNode(t *testing.T) {
-	nw := newTestNet(t, DefaultConfig())
-	p := nw.bootstrap("p")
-	a := nw.join("a", "p", k(1000))
-	m := nw.join("m", "p", k(1500))
-	s := nw.join("s", "p", k(2000))
-	nw.join("z", "p", k(3000))
-	nw.advance(time.Minute)
-	nw.checkRing()
+	nw := ringOf(t, placed{"p", 0}, placed{"a", 1000}, placed{"m", 1500}, placed{"s", 2000}, placed{"z", 3000})
+	p, a, m, s := nw.nodes["p"], nw.nodes["a"], nw.nodes["m"], nw.nodes["s"]
 	stale := s.Self().WithStart(k(1200), s.Self().Version)
 	a.levels[0].succ, a.succList = stale, []overlay.Peer{stale}
 	m.levels[0].pred = p.Self()
