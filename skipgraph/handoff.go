@@ -382,13 +382,13 @@ func (n *Node) applyChunk(x *inXfer, c *pb.Handoff) error {
 	return nil
 }
 
-// refuseIncoming says why this node cannot take a piece now ("" when it can).
 // unconfirmedReceiver refuses a NIX or a leave to a node that waits for its neighbours'
 // confirmation: if the ring replaced it, a live node will meet it inside its range and it will
 // drop its copies there as stale (cede), fresh items from the handoff with them (30% of 500
 // nodes crashing, seed 1: a NIX taken while waiting, then dropped, 10 items lost).
 const unconfirmedReceiver = "receiver waits for its neighbours to confirm its place"
 
+// refuseIncoming says why this node cannot take a piece now ("" when it can).
 func (n *Node) refuseIncoming(kind pb.HandoffKind, from overlay.Peer, piece overlay.Range) string {
 	switch kind {
 	case pb.HandoffKind_HANDOFF_JOIN, pb.HandoffKind_HANDOFF_JOIN_BELOW:
