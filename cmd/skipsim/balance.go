@@ -30,8 +30,9 @@ queries of --range-keys keys arriving as a Poisson process at --rate per second 
 workload, and the balancers (NIXMIG or a baseline) starting when the --warmup ends. The run stops
 --stop-after after every node got under thres, or at --duration. It prints the completion time,
 the balancing messages, the items moved beside their lower bound, MIG:NIX, the Gini coefficient
-and the overloaded nodes before and after, whether the workload can be balanced at all, and the
-outcome of the invariant checks (exit status 1 when they failed).
+and the overloaded nodes before and after, whether the workload can be balanced at all (and,
+after --crash, by the survivors with the lost keys gone), and the outcome of the invariant checks
+(exit status 1 when they failed).
 
 Workloads: pulse (all queries start in a contiguous --width of the keys), zipf (--buckets buckets
 with weights r^-θ), dynamic (a 12% pulse that moves 150 s after the warm-up), hot (about twenty
@@ -432,6 +433,9 @@ func printBalance(w io.Writer, doc balanceDoc, p sim.BalanceParams) {
 	fmt.Fprintf(w, "skipsim balance: %s on %s, %d nodes, %.4g queries/s, seed %d\n\n", r.Algorithm, doc.Workload, p.Nodes, p.Rate, p.Seed)
 	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(t, "workload\t%s\n", r.Feasibility)
+	if r.FeasibilityAfterCrash != "" {
+		fmt.Fprintf(t, "after the crash\t%s\n", r.FeasibilityAfterCrash)
+	}
 	if r.InterruptedAt > 0 {
 		fmt.Fprintf(t, "interrupted\tat %.0f s of %.0f (Ctrl-C): what follows is of the run up to then\n", r.InterruptedAt, p.Duration.Seconds())
 	}

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"time"
 
@@ -126,8 +127,11 @@ type BalanceResult struct {
 	MaxMeanStart    float64 `json:"max_mean_start"`
 	MaxMeanEnd      float64 `json:"max_mean_end"`
 	Feasibility     string  `json:"feasibility"`
-	Queries         int     `json:"queries"`
-	QueriesFailed   int     `json:"queries_failed"`
+	// FeasibilityAfterCrash is the workload's feasibility for the nodes that survived a crash,
+	// with the lost keys' load gone ("" without a crash).
+	FeasibilityAfterCrash string `json:"feasibility_after_crash,omitempty"`
+	Queries               int    `json:"queries"`
+	QueriesFailed         int    `json:"queries_failed"`
 	// QueryRetries: attempts of queries sent again after a timeout (after the warm-up); each
 	// walks its range again, and the nodes count the keys it reads again in their load.
 	QueryRetries int `json:"query_retries"`
@@ -220,12 +224,13 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 	position := func(k overlay.Key) float64 {
 		return float64(sort.Search(len(keys), func(i int) bool { return keys[i] >= k }))
 	}
+	var keyLoads []float64 // by key index
 	if p.Workload != nil {
-		loads := p.Workload.KeyLoads(p.Rate, p.Warmup.Seconds())
-		res.Feasibility = workload.CheckFeasibility(loads, thres, p.Nodes).String()
+		keyLoads = p.Workload.KeyLoads(p.Rate, p.Warmup.Seconds())
 	} else {
-		res.Feasibility = workload.CheckFeasibility(p.Words.KeyLoads(p.Rate, p.PrefixLen), thres, p.Nodes).String()
+		keyLoads = p.Words.KeyLoads(p.Rate, p.PrefixLen)
 	}
+	res.Feasibility = workload.CheckFeasibility(keyLoads, thres, p.Nodes).String()
 
 	joinInterval := p.JoinInterval
 	if joinInterval == 0 {
@@ -429,6 +434,13 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 			if direct != nil {
 				direct.forget(h.Lost)
 			}
+			left := slices.Clone(keyLoads)
+			for i, k := range keys[:min(len(keys), len(left))] {
+				if h.Lost[k] {
+					left[i] = 0 // reads of a lost key find nothing to count
+				}
+			}
+			res.FeasibilityAfterCrash = workload.CheckFeasibility(left, thres, p.Nodes-res.Crashed).String()
 		}
 		loads, over := loadsNow()
 		if p.RingEvery > 0 && (now-p.Warmup)%p.RingEvery == 0 {

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -230,6 +232,10 @@ func TestDirectReadsForgetLostKeys(t *testing.T) {
 	res := faultyPulse(t, 7, crash(0.1, 20*time.Second))
 	if res.ItemsLost == 0 {
 		t.Fatal("the crash lost no item: the test does not test reads of lost keys")
+	}
+	// smallBalance's 50 nodes, less the crashed.
+	if want := fmt.Sprintf("of %d (", 50-res.Crashed); !strings.Contains(res.FeasibilityAfterCrash, want) {
+		t.Errorf("feasibility after the crash %q does not count the %d survivors", res.FeasibilityAfterCrash, 50-res.Crashed)
 	}
 	if !res.Completed {
 		t.Fatalf("not balanced after the crash (%d nodes over thres at the end)", res.OverloadedEnd)
