@@ -213,15 +213,23 @@ func (n *Node) pushStrays() {
 	if r.Start == r.End {
 		return // the whole circle is this node's
 	}
-	var items []overlay.Item
-	_ = n.store.Ascend(overlay.Range{Start: r.End, End: r.Start}, func(k overlay.Key, v []byte) bool {
-		items = append(items, overlay.Item{Key: k, Value: v})
-		return true
-	})
+	items := n.copiesIn(overlay.Range{Start: r.End, End: r.Start})
 	if len(items) == 0 {
 		return
 	}
 	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Items: len(items),
 		Detail: fmt.Sprintf("%d copies held outside the range after a failed write to their owners; written again", len(items))})
 	n.pushCopies(items, true, "stray copies")
+}
+
+// copiesIn returns the items this node holds in r outside the range it is responsible for.
+func (n *Node) copiesIn(r overlay.Range) []overlay.Item {
+	var items []overlay.Item
+	_ = n.store.Ascend(r, func(k overlay.Key, v []byte) bool {
+		if !n.Responsible(k) {
+			items = append(items, overlay.Item{Key: k, Value: v})
+		}
+		return true
+	})
+	return items
 }

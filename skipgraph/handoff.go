@@ -257,13 +257,7 @@ func (n *Node) onOutTimer(id uint64) {
 			// written since wins); kept here, it was a copy outside this node's range that no
 			// read would ever find.
 			delete(n.committing, id)
-			var items []overlay.Item
-			_ = n.store.Ascend(x.piece, func(k overlay.Key, v []byte) bool {
-				if !n.Responsible(k) {
-					items = append(items, overlay.Item{Key: k, Value: v})
-				}
-				return true
-			})
+			items := n.copiesIn(x.piece)
 			n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.to.ID, Range: x.piece, Items: len(items),
 				Detail: "receiver never confirmed the commit; the piece's items held here written to its owner"})
 			n.pushCopies(items, true, "unconfirmed handoff")
