@@ -17,8 +17,9 @@ const (
 	timerLease
 	timerIB
 	timerTurn
+	timerResend
 	// LastTimerKind is the last kind this package uses.
-	LastTimerKind = timerTurn
+	LastTimerKind = timerResend
 )
 
 // Stats counts what a balancer did; experiments and metrics read them.
@@ -32,6 +33,7 @@ type Stats struct {
 	UNLHits                            int // remote waves whose candidate came from the hint cache
 	RemoteTries, RemoteAccepted        int // remote lock requests to a candidate M, and accepted ones
 	LeasesExpired                      int
+	Resent                             int           // balancing messages sent again, unacknowledged (reliable.go)
 	Locked                             time.Duration // total time held by locks
 }
 
@@ -156,6 +158,8 @@ type Balancer struct {
 	waiting     *pb.NixTurn
 	waitingWave uint64
 
+	reliable reliableState
+
 	Stats Stats
 }
 
@@ -228,6 +232,8 @@ func (b *Balancer) HandleTimer(t overlay.Timer) {
 			b.waiting = nil
 			b.onNixTurn(t.ID, turn)
 		}
+	case timerResend:
+		b.onResendTimer(t.ID)
 	}
 }
 
@@ -343,11 +349,17 @@ func (b *Balancer) send(to overlay.NodeID, wave uint64, op any) {
 		b.Handle(b.sg.Self(), m)
 		return
 	}
+	if b.acking(b.env.Now()) {
+		b.number(to, m)
+	}
 	b.sg.Send(to, &pb.Envelope{Body: &pb.Envelope_Balance{Balance: m}}, pb.Cause_CAUSE_BALANCE)
 }
 
 // Handle processes one balancing message from peer from (already validated by Validate).
 func (b *Balancer) Handle(from overlay.Peer, m *pb.Balance) {
+	if !b.received(from, m) {
+		return
+	}
 	switch op := m.Op.(type) {
 	case *pb.Balance_Lock:
 		b.onLockRequest(from, m.Wave, op.Lock)

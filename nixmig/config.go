@@ -166,6 +166,10 @@ func DefaultConfig() Config {
 	}
 }
 
+// AckTimeout is how long a numbered balancing message waits for its acknowledgement before it
+// is sent again (reliable.go): three hop times, one round trip and one to spare.
+func (c Config) AckTimeout() time.Duration { return 3 * c.HopTime }
+
 // LockLease is how long a lock holds without renewal. SPEC §3: 4·ttl hop times for the locking
 // plus the expected transfer time — about 4 hop times per NIX of the chain, so 8·ttl hop times in
 // all — and never less than Lease, which also covers the remote wave's probes and candidates.

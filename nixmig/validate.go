@@ -132,6 +132,10 @@ func Validate(m *pb.Balance) error {
 		return finite(o.HeavyLoad, o.LightLoad)
 	case *pb.Balance_IbNix:
 		return finite(op.IbNix.Load)
+	case *pb.Balance_Ack:
+		if op.Ack.GetSeq() == 0 || m.Seq != 0 {
+			return errors.New("acknowledgement without a message number, or numbered itself")
+		}
 	}
 	return nil
 }

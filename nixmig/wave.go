@@ -22,6 +22,7 @@ func (b *Balancer) onCheck() {
 	now := b.env.Now()
 	if b.checks%64 == 0 {
 		b.load.Compact(now)
+		b.forgetSeen(now)
 	}
 	b.checkMigration()
 	if b.cfg.Algorithm == ItemBalancing || !b.idle() {

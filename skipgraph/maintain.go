@@ -53,6 +53,10 @@ type maintainState struct {
 	nextSeq  uint64
 	pings    map[uint64]pingInfo
 	misses   map[overlay.NodeID]int
+	// missedIncarnation is the incarnation of each node in misses that the unanswered pings
+	// went to; lossSeen is when such a node was last heard from again (LossSeen).
+	missedIncarnation map[overlay.NodeID]uint64
+	lossSeen          time.Time
 	// succTables are the links on every level of the level-0 successors, in successor-list order:
 	// the successor's own, from its last pong that carried them, then its copies of those beyond
 	// it. If the successor dies, this node relinks its neighbours on its behalf; if several
@@ -120,15 +124,32 @@ const (
 func (m *maintainState) init() {
 	m.pings = map[uint64]pingInfo{}
 	m.misses = map[overlay.NodeID]int{}
+	m.missedIncarnation = map[overlay.NodeID]uint64{}
 	m.formerCalls = map[overlay.NodeID]int{}
 	m.beyondPreds = map[overlay.NodeID]overlay.Peer{}
 }
 
-func (m *maintainState) heardFrom(id overlay.NodeID) {
-	if m.misses[id] > 0 {
-		delete(m.misses, id)
+// heardFrom notes a message from sender at now: pings it missed no longer count, and if they
+// went to this very incarnation, they or their answers were lost on the way (or the path was
+// cut for a while) — the evidence of a lossy network that LossSeen reports.
+func (m *maintainState) heardFrom(sender overlay.Peer, now time.Time) {
+	if m.misses[sender.ID] > 0 {
+		if m.missedIncarnation[sender.ID] == sender.Incarnation {
+			m.lossSeen = now
+		}
+		m.clearMisses(sender.ID)
 	}
 }
+
+func (m *maintainState) clearMisses(id overlay.NodeID) {
+	delete(m.misses, id)
+	delete(m.missedIncarnation, id)
+}
+
+// LossSeen returns when this node last heard from a neighbour whose pings had gone unanswered
+// (the zero time if never): messages are being lost, or a path was cut for a while. The
+// balancer acknowledges its messages while this is recent.
+func (n *Node) LossSeen() time.Time { return n.maintain.lossSeen }
 
 func (n *Node) startMaintenance() {
 	if n.maintain.running {
@@ -449,6 +470,7 @@ func (n *Node) onPingTimeout(seq uint64) {
 		return // the ping went to a former incarnation of today's neighbour
 	}
 	n.maintain.misses[info.peer]++
+	n.maintain.missedIncarnation[info.peer] = info.incarnation
 	lk := n.levels[0]
 	if info.beyond && lk.succ.ID != info.peer {
 		// Its misses count once it is the successor; probe it again while the successor is
@@ -459,12 +481,12 @@ func (n *Node) onPingTimeout(seq uint64) {
 		return
 	}
 	if n.maintain.misses[info.peer] >= n.cfg.ProbeMisses {
-		delete(n.maintain.misses, info.peer)
+		n.maintain.clearMisses(info.peer)
 		n.peerFailed(info.peer)
 		// The successors after it that were probed alongside and missed as often are dead too:
 		// the run goes at once rather than one node per ProbeMisses timeouts.
 		for s := n.levels[0].succ; s.ID != n.self.ID && n.maintain.misses[s.ID] >= n.cfg.ProbeMisses; s = n.levels[0].succ {
-			delete(n.maintain.misses, s.ID)
+			n.maintain.clearMisses(s.ID)
 			n.peerFailed(s.ID)
 		}
 		return
@@ -539,7 +561,7 @@ func (n *Node) linksFailed(id overlay.NodeID, keep uint64) {
 		n.mayBeReplaced()
 	}
 	// Pings to the node that is gone must not count against a later node of the same name.
-	delete(n.maintain.misses, id)
+	n.maintain.clearMisses(id)
 	for seq, p := range n.maintain.pings {
 		if p.peer == id && (keep == 0 || p.incarnation != keep) {
 			delete(n.maintain.pings, seq)

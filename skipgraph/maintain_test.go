@@ -551,3 +551,40 @@ func TestIntruderCheckUnderWayIsLetRun(t *testing.T) {
 		t.Fatalf("a check of %s (ping %d) replaced the one of d under way (ping %d)", a.maintain.intruder, a.maintain.intruderSeq, seq)
 	}
 }
+
+// TestLossSeenOnlyWhenAMissedNodeAnswers: a neighbour whose pings went unanswered and that is
+// then heard from again shows a lossy path (LossSeen, which makes the balancer acknowledge its
+// messages); missed pings to a node that never answers again, a crash, show none, nor does a
+// network that loses nothing.
+func TestLossSeenOnlyWhenAMissedNodeAnswers(t *testing.T) {
+	nw := fourNodes(t)
+	for _, n := range nw.live() {
+		if !n.LossSeen().IsZero() {
+			t.Fatalf("%s saw a loss on a network that loses nothing", n.ID())
+		}
+	}
+	// Everything c sends to b is lost for one ping's timeout, then gets through.
+	nw.drop = func(s sentMsg) bool { return s.from == "c" && s.to == "b" }
+	nw.advance(nw.cfg.ProbeInterval + nw.cfg.ProbeTimeout)
+	if nw.nodes["b"].maintain.misses["c"] == 0 {
+		t.Fatal("b missed no ping to c: the test does not test a loss")
+	}
+	if !nw.nodes["b"].LossSeen().IsZero() {
+		t.Fatal("b saw a loss before c was heard from again")
+	}
+	nw.drop = nil
+	nw.advance(nw.cfg.ProbeInterval)
+	if nw.nodes["b"].LossSeen().IsZero() {
+		t.Fatal("b heard from c after missing its pings and saw no loss")
+	}
+	// d crashes: a's and c's pings to it go unanswered for good.
+	nw.crash("d")
+	for range 4 {
+		nw.advance(nw.cfg.ProbeInterval + time.Duration(nw.cfg.ProbeMisses)*nw.cfg.ProbeTimeout)
+	}
+	for _, id := range []overlay.NodeID{"a", "c"} {
+		if !nw.nodes[id].LossSeen().IsZero() {
+			t.Errorf("%s saw a loss in a crash", id)
+		}
+	}
+}

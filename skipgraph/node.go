@@ -327,7 +327,7 @@ func (n *Node) Accept(from overlay.NodeID, m *pb.Envelope) (overlay.Peer, bool) 
 	n.handling = m.Cause
 	n.observeClock(m.Clock)
 	n.learn(sender)
-	n.maintain.heardFrom(sender.ID)
+	n.maintain.heardFrom(sender, n.env.Now())
 	if !n.isSelf(sender) {
 		n.heardAny = n.env.Now()
 	}

@@ -2705,6 +2705,10 @@ func (*Envelope_Balance) isEnvelope_Body() {}
 type Balance struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Wave  uint64                 `protobuf:"varint,1,opt,name=wave,proto3" json:"wave,omitempty"`
+	// seq, when not 0, asks the receiver to acknowledge this message (BalanceAck) and to act on
+	// it once however often it arrives: a node that has seen messages lost sends its balancing
+	// messages again until they are acknowledged (nixmig's reliable.go).
+	Seq uint64 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
 	// Types that are valid to be assigned to Op:
 	//
 	//	*Balance_Lock
@@ -2720,6 +2724,7 @@ type Balance struct {
 	//	*Balance_ProbeReply
 	//	*Balance_IbOffer
 	//	*Balance_IbNix
+	//	*Balance_Ack
 	Op            isBalance_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2758,6 +2763,13 @@ func (*Balance) Descriptor() ([]byte, []int) {
 func (x *Balance) GetWave() uint64 {
 	if x != nil {
 		return x.Wave
+	}
+	return 0
+}
+
+func (x *Balance) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
 	}
 	return 0
 }
@@ -2886,6 +2898,15 @@ func (x *Balance) GetIbNix() *IBNix {
 	return nil
 }
 
+func (x *Balance) GetAck() *BalanceAck {
+	if x != nil {
+		if x, ok := x.Op.(*Balance_Ack); ok {
+			return x.Ack
+		}
+	}
+	return nil
+}
+
 type isBalance_Op interface {
 	isBalance_Op()
 }
@@ -2942,6 +2963,10 @@ type Balance_IbNix struct {
 	IbNix *IBNix `protobuf:"bytes,22,opt,name=ib_nix,json=ibNix,proto3,oneof"`
 }
 
+type Balance_Ack struct {
+	Ack *BalanceAck `protobuf:"bytes,23,opt,name=ack,proto3,oneof"`
+}
+
 func (*Balance_Lock) isBalance_Op() {}
 
 func (*Balance_LockRefused) isBalance_Op() {}
@@ -2968,6 +2993,53 @@ func (*Balance_IbOffer) isBalance_Op() {}
 
 func (*Balance_IbNix) isBalance_Op() {}
 
+func (*Balance_Ack) isBalance_Op() {}
+
+// BalanceAck acknowledges the balancing message of sequence number seq from the receiver.
+type BalanceAck struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BalanceAck) Reset() {
+	*x = BalanceAck{}
+	mi := &file_overlay_pb_overlay_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BalanceAck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BalanceAck) ProtoMessage() {}
+
+func (x *BalanceAck) ProtoReflect() protoreflect.Message {
+	mi := &file_overlay_pb_overlay_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BalanceAck.ProtoReflect.Descriptor instead.
+func (*BalanceAck) Descriptor() ([]byte, []int) {
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *BalanceAck) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
 // LockRequest reserves the next node of a local wave (SPEC §6.1). chain lists the nodes reserved
 // so far, initiator first; tmp_load is the sender's load once the wave's NIX chain has reached it;
 // moved is the load it will then hand to the receiver (worked out by the sender, whose thres,
@@ -2992,7 +3064,7 @@ type LockRequest struct {
 
 func (x *LockRequest) Reset() {
 	*x = LockRequest{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[27]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3004,7 +3076,7 @@ func (x *LockRequest) String() string {
 func (*LockRequest) ProtoMessage() {}
 
 func (x *LockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[27]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3017,7 +3089,7 @@ func (x *LockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LockRequest.ProtoReflect.Descriptor instead.
 func (*LockRequest) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{27}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *LockRequest) GetDir() Side {
@@ -3081,7 +3153,7 @@ type LockRefused struct {
 
 func (x *LockRefused) Reset() {
 	*x = LockRefused{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[28]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3093,7 +3165,7 @@ func (x *LockRefused) String() string {
 func (*LockRefused) ProtoMessage() {}
 
 func (x *LockRefused) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[28]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3106,7 +3178,7 @@ func (x *LockRefused) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LockRefused.ProtoReflect.Descriptor instead.
 func (*LockRefused) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{28}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *LockRefused) GetReason() string {
@@ -3136,7 +3208,7 @@ type Release struct {
 
 func (x *Release) Reset() {
 	*x = Release{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[29]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3148,7 +3220,7 @@ func (x *Release) String() string {
 func (*Release) ProtoMessage() {}
 
 func (x *Release) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[29]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3161,7 +3233,7 @@ func (x *Release) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Release.ProtoReflect.Descriptor instead.
 func (*Release) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{29}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Release) GetReason() string {
@@ -3200,7 +3272,7 @@ type NixTurn struct {
 
 func (x *NixTurn) Reset() {
 	*x = NixTurn{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[30]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3212,7 +3284,7 @@ func (x *NixTurn) String() string {
 func (*NixTurn) ProtoMessage() {}
 
 func (x *NixTurn) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[30]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3225,7 +3297,7 @@ func (x *NixTurn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NixTurn.ProtoReflect.Descriptor instead.
 func (*NixTurn) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{30}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *NixTurn) GetDir() Side {
@@ -3271,7 +3343,7 @@ type SplitPlan struct {
 
 func (x *SplitPlan) Reset() {
 	*x = SplitPlan{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[31]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3283,7 +3355,7 @@ func (x *SplitPlan) String() string {
 func (*SplitPlan) ProtoMessage() {}
 
 func (x *SplitPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[31]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3296,7 +3368,7 @@ func (x *SplitPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitPlan.ProtoReflect.Descriptor instead.
 func (*SplitPlan) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{31}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SplitPlan) GetMigrant() uint32 {
@@ -3356,7 +3428,7 @@ type RemoteLock struct {
 
 func (x *RemoteLock) Reset() {
 	*x = RemoteLock{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[32]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3368,7 +3440,7 @@ func (x *RemoteLock) String() string {
 func (*RemoteLock) ProtoMessage() {}
 
 func (x *RemoteLock) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[32]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3381,7 +3453,7 @@ func (x *RemoteLock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoteLock.ProtoReflect.Descriptor instead.
 func (*RemoteLock) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{32}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RemoteLock) GetEnd() *NodeRef {
@@ -3467,7 +3539,7 @@ type RemoteReply struct {
 
 func (x *RemoteReply) Reset() {
 	*x = RemoteReply{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[33]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3479,7 +3551,7 @@ func (x *RemoteReply) String() string {
 func (*RemoteReply) ProtoMessage() {}
 
 func (x *RemoteReply) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[33]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3492,7 +3564,7 @@ func (x *RemoteReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoteReply.ProtoReflect.Descriptor instead.
 func (*RemoteReply) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{33}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RemoteReply) GetM() *NodeRef {
@@ -3541,7 +3613,7 @@ type MigOrder struct {
 
 func (x *MigOrder) Reset() {
 	*x = MigOrder{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[34]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3553,7 +3625,7 @@ func (x *MigOrder) String() string {
 func (*MigOrder) ProtoMessage() {}
 
 func (x *MigOrder) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[34]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3566,7 +3638,7 @@ func (x *MigOrder) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigOrder.ProtoReflect.Descriptor instead.
 func (*MigOrder) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{34}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *MigOrder) GetTarget() *NodeRef {
@@ -3623,7 +3695,7 @@ type MigDone struct {
 
 func (x *MigDone) Reset() {
 	*x = MigDone{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[35]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3635,7 +3707,7 @@ func (x *MigDone) String() string {
 func (*MigDone) ProtoMessage() {}
 
 func (x *MigDone) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[35]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3648,7 +3720,7 @@ func (x *MigDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigDone.ProtoReflect.Descriptor instead.
 func (*MigDone) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{35}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *MigDone) GetOk() bool {
@@ -3678,7 +3750,7 @@ type WaveDone struct {
 
 func (x *WaveDone) Reset() {
 	*x = WaveDone{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[36]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3690,7 +3762,7 @@ func (x *WaveDone) String() string {
 func (*WaveDone) ProtoMessage() {}
 
 func (x *WaveDone) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[36]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3703,7 +3775,7 @@ func (x *WaveDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaveDone.ProtoReflect.Descriptor instead.
 func (*WaveDone) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{36}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *WaveDone) GetOk() bool {
@@ -3737,7 +3809,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[37]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3749,7 +3821,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[37]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3762,7 +3834,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{37}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Probe) GetLoad() float64 {
@@ -3786,7 +3858,7 @@ type ProbeReply struct {
 
 func (x *ProbeReply) Reset() {
 	*x = ProbeReply{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[38]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3798,7 +3870,7 @@ func (x *ProbeReply) String() string {
 func (*ProbeReply) ProtoMessage() {}
 
 func (x *ProbeReply) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[38]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3811,7 +3883,7 @@ func (x *ProbeReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeReply.ProtoReflect.Descriptor instead.
 func (*ProbeReply) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{38}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ProbeReply) GetLoad() float64 {
@@ -3856,7 +3928,7 @@ type IBOffer struct {
 
 func (x *IBOffer) Reset() {
 	*x = IBOffer{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[39]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3868,7 +3940,7 @@ func (x *IBOffer) String() string {
 func (*IBOffer) ProtoMessage() {}
 
 func (x *IBOffer) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[39]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3881,7 +3953,7 @@ func (x *IBOffer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IBOffer.ProtoReflect.Descriptor instead.
 func (*IBOffer) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{39}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *IBOffer) GetHeavy() *NodeRef {
@@ -3923,7 +3995,7 @@ type IBNix struct {
 
 func (x *IBNix) Reset() {
 	*x = IBNix{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[40]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3935,7 +4007,7 @@ func (x *IBNix) String() string {
 func (*IBNix) ProtoMessage() {}
 
 func (x *IBNix) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[40]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3948,7 +4020,7 @@ func (x *IBNix) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IBNix.ProtoReflect.Descriptor instead.
 func (*IBNix) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{40}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *IBNix) GetLoad() float64 {
@@ -3969,7 +4041,7 @@ type LevelLinks struct {
 
 func (x *LevelLinks) Reset() {
 	*x = LevelLinks{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[41]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3981,7 +4053,7 @@ func (x *LevelLinks) String() string {
 func (*LevelLinks) ProtoMessage() {}
 
 func (x *LevelLinks) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[41]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3994,7 +4066,7 @@ func (x *LevelLinks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LevelLinks.ProtoReflect.Descriptor instead.
 func (*LevelLinks) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{41}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *LevelLinks) GetPred() *NodeRef {
@@ -4028,7 +4100,7 @@ type NodeSnapshot struct {
 
 func (x *NodeSnapshot) Reset() {
 	*x = NodeSnapshot{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[42]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4040,7 +4112,7 @@ func (x *NodeSnapshot) String() string {
 func (*NodeSnapshot) ProtoMessage() {}
 
 func (x *NodeSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[42]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4053,7 +4125,7 @@ func (x *NodeSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSnapshot.ProtoReflect.Descriptor instead.
 func (*NodeSnapshot) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{42}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *NodeSnapshot) GetSelf() *NodeRef {
@@ -4289,9 +4361,10 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x04ping\x18! \x01(\v2\x17.skiprange.overlay.PingH\x00R\x04ping\x12-\n" +
 	"\x04pong\x18\" \x01(\v2\x17.skiprange.overlay.PongH\x00R\x04pong\x126\n" +
 	"\abalance\x18( \x01(\v2\x1a.skiprange.overlay.BalanceH\x00R\abalanceB\x06\n" +
-	"\x04body\"\xa7\x06\n" +
+	"\x04body\"\xec\x06\n" +
 	"\aBalance\x12\x12\n" +
-	"\x04wave\x18\x01 \x01(\x04R\x04wave\x124\n" +
+	"\x04wave\x18\x01 \x01(\x04R\x04wave\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\x124\n" +
 	"\x04lock\x18\n" +
 	" \x01(\v2\x1e.skiprange.overlay.LockRequestH\x00R\x04lock\x12C\n" +
 	"\flock_refused\x18\v \x01(\v2\x1e.skiprange.overlay.LockRefusedH\x00R\vlockRefused\x126\n" +
@@ -4307,8 +4380,12 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\vprobe_reply\x18\x14 \x01(\v2\x1d.skiprange.overlay.ProbeReplyH\x00R\n" +
 	"probeReply\x127\n" +
 	"\bib_offer\x18\x15 \x01(\v2\x1a.skiprange.overlay.IBOfferH\x00R\aibOffer\x121\n" +
-	"\x06ib_nix\x18\x16 \x01(\v2\x18.skiprange.overlay.IBNixH\x00R\x05ibNixB\x04\n" +
-	"\x02op\"\x98\x02\n" +
+	"\x06ib_nix\x18\x16 \x01(\v2\x18.skiprange.overlay.IBNixH\x00R\x05ibNix\x121\n" +
+	"\x03ack\x18\x17 \x01(\v2\x1d.skiprange.overlay.BalanceAckH\x00R\x03ackB\x04\n" +
+	"\x02op\"\x1e\n" +
+	"\n" +
+	"BalanceAck\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\"\x98\x02\n" +
 	"\vLockRequest\x12)\n" +
 	"\x03dir\x18\x01 \x01(\x0e2\x17.skiprange.overlay.SideR\x03dir\x120\n" +
 	"\x05chain\x18\x02 \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05chain\x12\x19\n" +
@@ -4454,7 +4531,7 @@ func file_overlay_pb_overlay_proto_rawDescGZIP() []byte {
 }
 
 var file_overlay_pb_overlay_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_overlay_pb_overlay_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_overlay_pb_overlay_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_overlay_pb_overlay_proto_goTypes = []any{
 	(Op)(0),                  // 0: skiprange.overlay.Op
 	(Status)(0),              // 1: skiprange.overlay.Status
@@ -4489,22 +4566,23 @@ var file_overlay_pb_overlay_proto_goTypes = []any{
 	(*LinkTable)(nil),        // 30: skiprange.overlay.LinkTable
 	(*Envelope)(nil),         // 31: skiprange.overlay.Envelope
 	(*Balance)(nil),          // 32: skiprange.overlay.Balance
-	(*LockRequest)(nil),      // 33: skiprange.overlay.LockRequest
-	(*LockRefused)(nil),      // 34: skiprange.overlay.LockRefused
-	(*Release)(nil),          // 35: skiprange.overlay.Release
-	(*NixTurn)(nil),          // 36: skiprange.overlay.NixTurn
-	(*SplitPlan)(nil),        // 37: skiprange.overlay.SplitPlan
-	(*RemoteLock)(nil),       // 38: skiprange.overlay.RemoteLock
-	(*RemoteReply)(nil),      // 39: skiprange.overlay.RemoteReply
-	(*MigOrder)(nil),         // 40: skiprange.overlay.MigOrder
-	(*MigDone)(nil),          // 41: skiprange.overlay.MigDone
-	(*WaveDone)(nil),         // 42: skiprange.overlay.WaveDone
-	(*Probe)(nil),            // 43: skiprange.overlay.Probe
-	(*ProbeReply)(nil),       // 44: skiprange.overlay.ProbeReply
-	(*IBOffer)(nil),          // 45: skiprange.overlay.IBOffer
-	(*IBNix)(nil),            // 46: skiprange.overlay.IBNix
-	(*LevelLinks)(nil),       // 47: skiprange.overlay.LevelLinks
-	(*NodeSnapshot)(nil),     // 48: skiprange.overlay.NodeSnapshot
+	(*BalanceAck)(nil),       // 33: skiprange.overlay.BalanceAck
+	(*LockRequest)(nil),      // 34: skiprange.overlay.LockRequest
+	(*LockRefused)(nil),      // 35: skiprange.overlay.LockRefused
+	(*Release)(nil),          // 36: skiprange.overlay.Release
+	(*NixTurn)(nil),          // 37: skiprange.overlay.NixTurn
+	(*SplitPlan)(nil),        // 38: skiprange.overlay.SplitPlan
+	(*RemoteLock)(nil),       // 39: skiprange.overlay.RemoteLock
+	(*RemoteReply)(nil),      // 40: skiprange.overlay.RemoteReply
+	(*MigOrder)(nil),         // 41: skiprange.overlay.MigOrder
+	(*MigDone)(nil),          // 42: skiprange.overlay.MigDone
+	(*WaveDone)(nil),         // 43: skiprange.overlay.WaveDone
+	(*Probe)(nil),            // 44: skiprange.overlay.Probe
+	(*ProbeReply)(nil),       // 45: skiprange.overlay.ProbeReply
+	(*IBOffer)(nil),          // 46: skiprange.overlay.IBOffer
+	(*IBNix)(nil),            // 47: skiprange.overlay.IBNix
+	(*LevelLinks)(nil),       // 48: skiprange.overlay.LevelLinks
+	(*NodeSnapshot)(nil),     // 49: skiprange.overlay.NodeSnapshot
 }
 var file_overlay_pb_overlay_proto_depIdxs = []int32{
 	9,   // 0: skiprange.overlay.Route.hints:type_name -> skiprange.overlay.LoadHint
@@ -4569,49 +4647,50 @@ var file_overlay_pb_overlay_proto_depIdxs = []int32{
 	28,  // 59: skiprange.overlay.Envelope.ping:type_name -> skiprange.overlay.Ping
 	29,  // 60: skiprange.overlay.Envelope.pong:type_name -> skiprange.overlay.Pong
 	32,  // 61: skiprange.overlay.Envelope.balance:type_name -> skiprange.overlay.Balance
-	33,  // 62: skiprange.overlay.Balance.lock:type_name -> skiprange.overlay.LockRequest
-	34,  // 63: skiprange.overlay.Balance.lock_refused:type_name -> skiprange.overlay.LockRefused
-	35,  // 64: skiprange.overlay.Balance.release:type_name -> skiprange.overlay.Release
-	36,  // 65: skiprange.overlay.Balance.nix_turn:type_name -> skiprange.overlay.NixTurn
-	38,  // 66: skiprange.overlay.Balance.remote_lock:type_name -> skiprange.overlay.RemoteLock
-	39,  // 67: skiprange.overlay.Balance.remote_reply:type_name -> skiprange.overlay.RemoteReply
-	40,  // 68: skiprange.overlay.Balance.mig_order:type_name -> skiprange.overlay.MigOrder
-	41,  // 69: skiprange.overlay.Balance.mig_done:type_name -> skiprange.overlay.MigDone
-	42,  // 70: skiprange.overlay.Balance.wave_done:type_name -> skiprange.overlay.WaveDone
-	43,  // 71: skiprange.overlay.Balance.probe:type_name -> skiprange.overlay.Probe
-	44,  // 72: skiprange.overlay.Balance.probe_reply:type_name -> skiprange.overlay.ProbeReply
-	45,  // 73: skiprange.overlay.Balance.ib_offer:type_name -> skiprange.overlay.IBOffer
-	46,  // 74: skiprange.overlay.Balance.ib_nix:type_name -> skiprange.overlay.IBNix
-	3,   // 75: skiprange.overlay.LockRequest.dir:type_name -> skiprange.overlay.Side
-	6,   // 76: skiprange.overlay.LockRequest.chain:type_name -> skiprange.overlay.NodeRef
-	3,   // 77: skiprange.overlay.Release.dir:type_name -> skiprange.overlay.Side
-	3,   // 78: skiprange.overlay.NixTurn.dir:type_name -> skiprange.overlay.Side
-	6,   // 79: skiprange.overlay.NixTurn.chain:type_name -> skiprange.overlay.NodeRef
-	6,   // 80: skiprange.overlay.SplitPlan.absorber:type_name -> skiprange.overlay.NodeRef
-	6,   // 81: skiprange.overlay.RemoteLock.end:type_name -> skiprange.overlay.NodeRef
-	6,   // 82: skiprange.overlay.RemoteLock.migrants:type_name -> skiprange.overlay.NodeRef
-	6,   // 83: skiprange.overlay.RemoteLock.m:type_name -> skiprange.overlay.NodeRef
-	37,  // 84: skiprange.overlay.RemoteLock.splits:type_name -> skiprange.overlay.SplitPlan
-	6,   // 85: skiprange.overlay.RemoteReply.m:type_name -> skiprange.overlay.NodeRef
-	6,   // 86: skiprange.overlay.RemoteReply.migrants:type_name -> skiprange.overlay.NodeRef
-	37,  // 87: skiprange.overlay.RemoteReply.splits:type_name -> skiprange.overlay.SplitPlan
-	6,   // 88: skiprange.overlay.MigOrder.target:type_name -> skiprange.overlay.NodeRef
-	6,   // 89: skiprange.overlay.MigOrder.absorber:type_name -> skiprange.overlay.NodeRef
-	3,   // 90: skiprange.overlay.WaveDone.dir:type_name -> skiprange.overlay.Side
-	6,   // 91: skiprange.overlay.ProbeReply.next:type_name -> skiprange.overlay.NodeRef
-	6,   // 92: skiprange.overlay.IBOffer.heavy:type_name -> skiprange.overlay.NodeRef
-	5,   // 93: skiprange.overlay.IBOffer.step:type_name -> skiprange.overlay.IBStep
-	6,   // 94: skiprange.overlay.LevelLinks.pred:type_name -> skiprange.overlay.NodeRef
-	6,   // 95: skiprange.overlay.LevelLinks.succ:type_name -> skiprange.overlay.NodeRef
-	6,   // 96: skiprange.overlay.NodeSnapshot.self:type_name -> skiprange.overlay.NodeRef
-	47,  // 97: skiprange.overlay.NodeSnapshot.levels:type_name -> skiprange.overlay.LevelLinks
-	6,   // 98: skiprange.overlay.NodeSnapshot.successors:type_name -> skiprange.overlay.NodeRef
-	10,  // 99: skiprange.overlay.NodeSnapshot.lost:type_name -> skiprange.overlay.KeyRange
-	100, // [100:100] is the sub-list for method output_type
-	100, // [100:100] is the sub-list for method input_type
-	100, // [100:100] is the sub-list for extension type_name
-	100, // [100:100] is the sub-list for extension extendee
-	0,   // [0:100] is the sub-list for field type_name
+	34,  // 62: skiprange.overlay.Balance.lock:type_name -> skiprange.overlay.LockRequest
+	35,  // 63: skiprange.overlay.Balance.lock_refused:type_name -> skiprange.overlay.LockRefused
+	36,  // 64: skiprange.overlay.Balance.release:type_name -> skiprange.overlay.Release
+	37,  // 65: skiprange.overlay.Balance.nix_turn:type_name -> skiprange.overlay.NixTurn
+	39,  // 66: skiprange.overlay.Balance.remote_lock:type_name -> skiprange.overlay.RemoteLock
+	40,  // 67: skiprange.overlay.Balance.remote_reply:type_name -> skiprange.overlay.RemoteReply
+	41,  // 68: skiprange.overlay.Balance.mig_order:type_name -> skiprange.overlay.MigOrder
+	42,  // 69: skiprange.overlay.Balance.mig_done:type_name -> skiprange.overlay.MigDone
+	43,  // 70: skiprange.overlay.Balance.wave_done:type_name -> skiprange.overlay.WaveDone
+	44,  // 71: skiprange.overlay.Balance.probe:type_name -> skiprange.overlay.Probe
+	45,  // 72: skiprange.overlay.Balance.probe_reply:type_name -> skiprange.overlay.ProbeReply
+	46,  // 73: skiprange.overlay.Balance.ib_offer:type_name -> skiprange.overlay.IBOffer
+	47,  // 74: skiprange.overlay.Balance.ib_nix:type_name -> skiprange.overlay.IBNix
+	33,  // 75: skiprange.overlay.Balance.ack:type_name -> skiprange.overlay.BalanceAck
+	3,   // 76: skiprange.overlay.LockRequest.dir:type_name -> skiprange.overlay.Side
+	6,   // 77: skiprange.overlay.LockRequest.chain:type_name -> skiprange.overlay.NodeRef
+	3,   // 78: skiprange.overlay.Release.dir:type_name -> skiprange.overlay.Side
+	3,   // 79: skiprange.overlay.NixTurn.dir:type_name -> skiprange.overlay.Side
+	6,   // 80: skiprange.overlay.NixTurn.chain:type_name -> skiprange.overlay.NodeRef
+	6,   // 81: skiprange.overlay.SplitPlan.absorber:type_name -> skiprange.overlay.NodeRef
+	6,   // 82: skiprange.overlay.RemoteLock.end:type_name -> skiprange.overlay.NodeRef
+	6,   // 83: skiprange.overlay.RemoteLock.migrants:type_name -> skiprange.overlay.NodeRef
+	6,   // 84: skiprange.overlay.RemoteLock.m:type_name -> skiprange.overlay.NodeRef
+	38,  // 85: skiprange.overlay.RemoteLock.splits:type_name -> skiprange.overlay.SplitPlan
+	6,   // 86: skiprange.overlay.RemoteReply.m:type_name -> skiprange.overlay.NodeRef
+	6,   // 87: skiprange.overlay.RemoteReply.migrants:type_name -> skiprange.overlay.NodeRef
+	38,  // 88: skiprange.overlay.RemoteReply.splits:type_name -> skiprange.overlay.SplitPlan
+	6,   // 89: skiprange.overlay.MigOrder.target:type_name -> skiprange.overlay.NodeRef
+	6,   // 90: skiprange.overlay.MigOrder.absorber:type_name -> skiprange.overlay.NodeRef
+	3,   // 91: skiprange.overlay.WaveDone.dir:type_name -> skiprange.overlay.Side
+	6,   // 92: skiprange.overlay.ProbeReply.next:type_name -> skiprange.overlay.NodeRef
+	6,   // 93: skiprange.overlay.IBOffer.heavy:type_name -> skiprange.overlay.NodeRef
+	5,   // 94: skiprange.overlay.IBOffer.step:type_name -> skiprange.overlay.IBStep
+	6,   // 95: skiprange.overlay.LevelLinks.pred:type_name -> skiprange.overlay.NodeRef
+	6,   // 96: skiprange.overlay.LevelLinks.succ:type_name -> skiprange.overlay.NodeRef
+	6,   // 97: skiprange.overlay.NodeSnapshot.self:type_name -> skiprange.overlay.NodeRef
+	48,  // 98: skiprange.overlay.NodeSnapshot.levels:type_name -> skiprange.overlay.LevelLinks
+	6,   // 99: skiprange.overlay.NodeSnapshot.successors:type_name -> skiprange.overlay.NodeRef
+	10,  // 100: skiprange.overlay.NodeSnapshot.lost:type_name -> skiprange.overlay.KeyRange
+	101, // [101:101] is the sub-list for method output_type
+	101, // [101:101] is the sub-list for method input_type
+	101, // [101:101] is the sub-list for extension type_name
+	101, // [101:101] is the sub-list for extension extendee
+	0,   // [0:101] is the sub-list for field type_name
 }
 
 func init() { file_overlay_pb_overlay_proto_init() }
@@ -4655,6 +4734,7 @@ func file_overlay_pb_overlay_proto_init() {
 		(*Balance_ProbeReply)(nil),
 		(*Balance_IbOffer)(nil),
 		(*Balance_IbNix)(nil),
+		(*Balance_Ack)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -4662,7 +4742,7 @@ func file_overlay_pb_overlay_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_overlay_pb_overlay_proto_rawDesc), len(file_overlay_pb_overlay_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   43,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
