@@ -110,10 +110,12 @@ type migrating struct {
 	left        bool // the end node heard that the old range is handed over
 }
 
-// initiatedWave is a wave this node started: its direction, and whether it is a settling wave.
+// initiatedWave is a wave this node started: its direction, whether it is a settling wave, and
+// when it started.
 type initiatedWave struct {
 	dir    pb.Side
 	settle bool
+	at     time.Time
 }
 
 type backoffState struct {

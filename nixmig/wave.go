@@ -23,6 +23,7 @@ func (b *Balancer) onCheck() {
 	if b.checks%64 == 0 {
 		b.load.Compact(now)
 		b.forgetSeen(now)
+		b.forgetInitiated(now)
 	}
 	b.checkMigration()
 	if b.cfg.Algorithm == ItemBalancing || !b.idle() {
@@ -132,7 +133,7 @@ func (b *Balancer) startWave(dir pb.Side, l float64, settle bool) {
 	if settle {
 		b.Stats.SettlingWaves++
 	}
-	w := initiatedWave{dir: dir, settle: settle}
+	w := initiatedWave{dir: dir, settle: settle, at: b.env.Now()}
 	b.initiated[wave] = w
 	b.lockFor(wave, roleChain, b.cfg.LockLease())
 	self := b.sg.Self()
@@ -154,6 +155,25 @@ func (b *Balancer) startWave(dir pb.Side, l float64, settle bool) {
 	}
 	b.send(next.ID, wave, &pb.LockRequest{Dir: dir, Chain: []*pb.NodeRef{self.ToPB()}, TmpLoad: l, Moved: piece, GiveFirst: own,
 		EndBeforeOverloaded: !settle && b.endsBeforeOverloaded(l), Settle: settle})
+}
+
+// initiatedHorizon bounds how long a wave can run: its end node renews its lease once for each
+// migrant it orders (at most maxChain) and a few times before, and gives the wave up when a lease
+// runs out. (Waves of fifty migrants on the 3% pulse run for several minutes.)
+func (c Config) initiatedHorizon() time.Duration {
+	return (maxChain + MaxLeaseFactor) * c.LockLease()
+}
+
+// forgetInitiated drops the waves started longer ago than initiatedHorizon whose outcome never
+// came (the end node crashed, or every attempt of its WaveDone was lost): the map of a
+// long-running node would only grow.
+func (b *Balancer) forgetInitiated(now time.Time) {
+	horizon := b.cfg.initiatedHorizon()
+	for wave, w := range b.initiated {
+		if now.Sub(w.at) > horizon {
+			delete(b.initiated, wave)
+		}
+	}
 }
 
 // waveFailed ends a wave that reserved nothing (or whose outcome was a failure) at the

@@ -182,3 +182,19 @@ func TestSettlesOnlyWhereQuiet(t *testing.T) {
 		}
 	}
 }
+
+// TestInitiatedWaveForgottenWithoutOutcome: a wave whose outcome never comes is forgotten once
+// no wave can still be running; one that may be is kept.
+func TestInitiatedWaveForgottenWithoutOutcome(t *testing.T) {
+	env, b := loadedNode(t, "r", DefaultConfig(), 10)
+	b.initiated[3] = initiatedWave{dir: pb.Side_SIDE_SUCC, at: env.now}
+	b.initiated[5] = initiatedWave{dir: pb.Side_SIDE_PRED, at: env.now.Add(time.Minute)}
+	env.now = env.now.Add(b.cfg.initiatedHorizon() + time.Second)
+	b.forgetInitiated(env.now)
+	if _, kept := b.initiated[3]; kept {
+		t.Error("a wave older than any wave can run is still awaited")
+	}
+	if _, kept := b.initiated[5]; !kept {
+		t.Error("a wave that may still run was forgotten")
+	}
+}
