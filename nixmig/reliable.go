@@ -5,6 +5,7 @@ import (
 
 	"github.com/skiprange/skiprange/overlay"
 	"github.com/skiprange/skiprange/overlay/pb"
+	"github.com/skiprange/skiprange/skipgraph"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -26,9 +27,6 @@ import (
 // ackAttempts is how often a numbered message is sent at most: under 5% loss each way, all four
 // attempts fail with a chance of 1 in 10,000.
 const ackAttempts = 4
-
-// lossMemory is how long after the last loss seen a node keeps numbering its messages.
-const lossMemory = 10 * time.Minute
 
 // seenFor is how long a receiver remembers a numbered message, well past its last resending.
 const seenFor = 2 * ackAttempts * 3 * time.Second
@@ -59,13 +57,13 @@ type reliableState struct {
 }
 
 // acking reports whether this node numbers its messages now: it saw a loss, or heard of one,
-// within lossMemory.
+// within skipgraph.LossMemory.
 func (b *Balancer) acking(now time.Time) bool {
 	seen := b.sg.LossSeen()
 	if b.reliable.lossHeard.After(seen) {
 		seen = b.reliable.lossHeard
 	}
-	return !seen.IsZero() && now.Sub(seen) < lossMemory
+	return !seen.IsZero() && now.Sub(seen) < skipgraph.LossMemory
 }
 
 // number gives m a sequence number and keeps a copy to send again until it is acknowledged.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/skiprange/skiprange/overlay"
 	"github.com/skiprange/skiprange/overlay/pb"
+	"github.com/skiprange/skiprange/skipgraph"
 )
 
 // sentTo lists the balancing messages env recorded to node to, and those carrying op.
@@ -26,7 +27,7 @@ func isRelease(m *pb.Balance) bool    { return m.GetRelease() != nil }
 // a numbered message is acknowledged every time it arrives and acted on once (another
 // incarnation of its sender numbers afresh), and tells the receiver to number its own
 // messages, which it then sends again until acknowledged, at most ackAttempts times in all,
-// and not once lossMemory has passed.
+// and not once skipgraph.LossMemory has passed.
 func TestNumberedMessagesAcknowledgedAndActedOnOnce(t *testing.T) {
 	env, b := loadedNode(t, "r", DefaultConfig(), 10)
 	b.send("x", 5, &pb.Release{})
@@ -75,7 +76,7 @@ func TestNumberedMessagesAcknowledgedAndActedOnOnce(t *testing.T) {
 		t.Fatalf("an acknowledged release went %d times (number %d), want once, numbered", len(got), rel[0].Seq)
 	}
 
-	env.now = env.now.Add(lossMemory + 1)
+	env.now = env.now.Add(skipgraph.LossMemory + 1)
 	b.send("y", 6, &pb.Release{})
 	if m := sentTo(env, "y", isRelease); len(m) != 1 || m[0].Seq != 0 {
 		t.Fatalf("long after the last loss: %v sent, want one unnumbered release", m)

@@ -553,9 +553,10 @@ func TestIntruderCheckUnderWayIsLetRun(t *testing.T) {
 }
 
 // TestLossSeenOnlyWhenAMissedNodeAnswers: a neighbour whose pings went unanswered and that is
-// then heard from again shows a lossy path (LossSeen, which makes the balancer acknowledge its
-// messages); missed pings to a node that never answers again, a crash, show none, nor does a
-// network that loses nothing.
+// then heard from again shows a lossy path (LossSeen: for LossMemory the node needs lossyMisses
+// more missed pings to declare a neighbour dead, and the balancer acknowledges its messages);
+// missed pings to a node that never answers again, a crash, show none, nor does a network that
+// loses nothing.
 func TestLossSeenOnlyWhenAMissedNodeAnswers(t *testing.T) {
 	nw := fourNodes(t)
 	for _, n := range nw.live() {
@@ -574,17 +575,32 @@ func TestLossSeenOnlyWhenAMissedNodeAnswers(t *testing.T) {
 	}
 	nw.drop = nil
 	nw.advance(nw.cfg.ProbeInterval)
-	if nw.nodes["b"].LossSeen().IsZero() {
+	b := nw.nodes["b"]
+	if b.LossSeen().IsZero() {
 		t.Fatal("b heard from c after missing its pings and saw no loss")
 	}
-	// d crashes: a's and c's pings to it go unanswered for good.
+	// On a lossy network a neighbour is declared dead after lossyMisses more missed pings.
+	if got, want := b.probeMisses(), nw.cfg.ProbeMisses+lossyMisses; got != want {
+		t.Errorf("b, having seen a loss, declares a neighbour dead after %d missed pings, want %d", got, want)
+	}
+	if got := nw.nodes["a"].probeMisses(); got != nw.cfg.ProbeMisses {
+		t.Errorf("a, having seen no loss, declares a neighbour dead after %d missed pings, want %d", got, nw.cfg.ProbeMisses)
+	}
+	// d crashes: a's and c's pings to it go unanswered for good, and c still finds it dead.
 	nw.crash("d")
 	for range 4 {
-		nw.advance(nw.cfg.ProbeInterval + time.Duration(nw.cfg.ProbeMisses)*nw.cfg.ProbeTimeout)
+		nw.advance(nw.cfg.ProbeInterval + time.Duration(nw.cfg.ProbeMisses+lossyMisses)*nw.cfg.ProbeTimeout)
 	}
 	for _, id := range []overlay.NodeID{"a", "c"} {
 		if !nw.nodes[id].LossSeen().IsZero() {
 			t.Errorf("%s saw a loss in a crash", id)
 		}
+	}
+	if _, succ := nw.nodes["c"].Neighbors(0); succ.ID == "d" {
+		t.Error("c still links to the crashed d")
+	}
+	nw.advance(LossMemory)
+	if got := b.probeMisses(); got != nw.cfg.ProbeMisses {
+		t.Errorf("long after its last loss b declares a neighbour dead after %d missed pings, want %d", got, nw.cfg.ProbeMisses)
 	}
 }

@@ -121,7 +121,8 @@ func (n *Node) mayBeReplaced() bool {
 func (n *Node) unconfirmed() bool { return !n.unconfirmedSince.IsZero() }
 
 // silenceLimit is the earliest a predecessor can declare this node dead: ProbeMisses
-// unanswered pings after the last exchange, less one interval of margin.
+// unanswered pings after the last exchange, less one interval of margin (a predecessor that has
+// seen losses waits for lossyMisses more, but this node cannot know that it has).
 func (n *Node) silenceLimit() time.Duration {
 	return time.Duration(max(n.cfg.ProbeMisses-1, 1))*n.cfg.ProbeInterval + n.cfg.ProbeTimeout
 }
