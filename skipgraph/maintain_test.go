@@ -564,8 +564,9 @@ func TestLossSeenOnlyWhenAMissedNodeAnswers(t *testing.T) {
 			t.Fatalf("%s saw a loss on a network that loses nothing", n.ID())
 		}
 	}
-	// Everything c sends to b is lost for one ping's timeout, then gets through.
-	nw.drop = func(s sentMsg) bool { return s.from == "c" && s.to == "b" }
+	// Everything c sends is lost for one ping's timeout (so that no other node can vouch for
+	// it either: askVouch), then gets through.
+	nw.drop = func(s sentMsg) bool { return s.from == "c" }
 	nw.advance(nw.cfg.ProbeInterval + nw.cfg.ProbeTimeout)
 	if nw.nodes["b"].maintain.misses["c"] == 0 {
 		t.Fatal("b missed no ping to c: the test does not test a loss")
@@ -586,15 +587,14 @@ func TestLossSeenOnlyWhenAMissedNodeAnswers(t *testing.T) {
 	if got := nw.nodes["a"].probeMisses(); got != nw.cfg.ProbeMisses {
 		t.Errorf("a, having seen no loss, declares a neighbour dead after %d missed pings, want %d", got, nw.cfg.ProbeMisses)
 	}
-	// d crashes: a's and c's pings to it go unanswered for good, and c still finds it dead.
+	// d crashes: a's pings to it (a is after d) go unanswered for good, which shows a no loss;
+	// c, before d, still finds it dead.
 	nw.crash("d")
 	for range 4 {
 		nw.advance(nw.cfg.ProbeInterval + time.Duration(nw.cfg.ProbeMisses+lossyMisses)*nw.cfg.ProbeTimeout)
 	}
-	for _, id := range []overlay.NodeID{"a", "c"} {
-		if !nw.nodes[id].LossSeen().IsZero() {
-			t.Errorf("%s saw a loss in a crash", id)
-		}
+	if !nw.nodes["a"].LossSeen().IsZero() {
+		t.Error("a saw a loss in a crash")
 	}
 	if _, succ := nw.nodes["c"].Neighbors(0); succ.ID == "d" {
 		t.Error("c still links to the crashed d")
@@ -602,5 +602,37 @@ func TestLossSeenOnlyWhenAMissedNodeAnswers(t *testing.T) {
 	nw.advance(LossMemory)
 	if got := b.probeMisses(); got != nw.cfg.ProbeMisses {
 		t.Errorf("long after its last loss b declares a neighbour dead after %d missed pings, want %d", got, nw.cfg.ProbeMisses)
+	}
+}
+
+// TestSuccessorVouchedForByTheNodeAfterIt: every message from c to b is lost, so b's pings to c
+// go unanswered; d, after c, pings c when b asks and tells b it answered: b does not declare c
+// dead (without the indirect ping it took c's range over after three missed pings, and reads
+// there answered "lost" until c was re-admitted). A crashed c is still found dead.
+func TestSuccessorVouchedForByTheNodeAfterIt(t *testing.T) {
+	nw := fourNodes(t)
+	b := nw.nodes["b"]
+	nw.drop = func(s sentMsg) bool { return s.from == "c" && s.to == "b" }
+	for range 10 {
+		nw.advance(nw.cfg.ProbeInterval + time.Duration(nw.cfg.ProbeMisses)*nw.cfg.ProbeTimeout)
+	}
+	if b.Stats.Vouched == 0 {
+		t.Fatal("b was never told that c answered: the test does not test the indirect ping")
+	}
+	if b.Stats.RangesLost != 0 {
+		t.Fatalf("b declared c dead %d times while c answered d", b.Stats.RangesLost)
+	}
+	if _, succ := b.Neighbors(0); succ.ID != "c" {
+		t.Fatalf("b's successor is %s, want c", succ.ID)
+	}
+	if b.LossSeen().IsZero() {
+		t.Error("b's pings to a live successor went unanswered and b saw no loss")
+	}
+	nw.crash("c")
+	for range 6 {
+		nw.advance(nw.cfg.ProbeInterval + time.Duration(nw.cfg.ProbeMisses+lossyMisses)*nw.cfg.ProbeTimeout)
+	}
+	if _, succ := b.Neighbors(0); succ.ID != "d" || b.Stats.RangesLost != 1 {
+		t.Fatalf("c crashed: b's successor %s, %d ranges taken over; want d and one", succ.ID, b.Stats.RangesLost)
 	}
 }

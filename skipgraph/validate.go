@@ -130,6 +130,9 @@ func (n *Node) validate(m *pb.Envelope) error {
 			return fmt.Errorf("ping level %d out of range", b.Ping.Level)
 		}
 	case *pb.Envelope_Pong:
+		if b.Pong.PredAnswered && b.Pong.Pred == nil {
+			return errors.New("indirect ping answer without the node that answered")
+		}
 		if len(b.Pong.SuccList) > 4*n.cfg.SuccessorListLen {
 			return errors.New("successor list too long")
 		}

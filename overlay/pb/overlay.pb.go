@@ -2065,10 +2065,14 @@ func (x *LevelFound) GetAlone() bool {
 // the tables it holds of the nodes after it (beyond), so that if the successor dies, or several
 // consecutive nodes from it, it can relink the dead nodes' neighbours on their behalf.
 type Ping struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
-	Level         uint32                 `protobuf:"varint,2,opt,name=level,proto3" json:"level,omitempty"`
-	Table         bool                   `protobuf:"varint,3,opt,name=table,proto3" json:"table,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Seq   uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Level uint32                 `protobuf:"varint,2,opt,name=level,proto3" json:"level,omitempty"`
+	Table bool                   `protobuf:"varint,3,opt,name=table,proto3" json:"table,omitempty"`
+	// check_pred: the sender cannot reach the receiver's predecessor (its own successor): the
+	// receiver pings its predecessor too and, if it answers, tells the sender by a Pong of this seq
+	// with pred_answered set (SWIM's indirect ping).
+	CheckPred     bool `protobuf:"varint,4,opt,name=check_pred,json=checkPred,proto3" json:"check_pred,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2124,6 +2128,13 @@ func (x *Ping) GetTable() bool {
 	return false
 }
 
+func (x *Ping) GetCheckPred() bool {
+	if x != nil {
+		return x.CheckPred
+	}
+	return false
+}
+
 type Pong struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Seq      uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
@@ -2144,8 +2155,11 @@ type Pong struct {
 	// last changed; unconfirmed: the responder waits for its predecessor to confirm its place
 	// (restored, or back from a pause or partition). Where two ranges overlap, these decide whose
 	// items stand (level-0 pongs).
-	Claim         uint64 `protobuf:"varint,10,opt,name=claim,proto3" json:"claim,omitempty"`
-	Unconfirmed   bool   `protobuf:"varint,11,opt,name=unconfirmed,proto3" json:"unconfirmed,omitempty"`
+	Claim       uint64 `protobuf:"varint,10,opt,name=claim,proto3" json:"claim,omitempty"`
+	Unconfirmed bool   `protobuf:"varint,11,opt,name=unconfirmed,proto3" json:"unconfirmed,omitempty"`
+	// pred_answered: an answer to a check_pred ping: pred, the responder's predecessor, has just
+	// answered the responder's own ping.
+	PredAnswered  bool `protobuf:"varint,12,opt,name=pred_answered,json=predAnswered,proto3" json:"pred_answered,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2253,6 +2267,13 @@ func (x *Pong) GetClaim() uint64 {
 func (x *Pong) GetUnconfirmed() bool {
 	if x != nil {
 		return x.Unconfirmed
+	}
+	return false
+}
+
+func (x *Pong) GetPredAnswered() bool {
+	if x != nil {
+		return x.PredAnswered
 	}
 	return false
 }
@@ -4309,11 +4330,13 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x04side\x18\x02 \x01(\x0e2\x17.skiprange.overlay.SideR\x04side\x12.\n" +
 	"\x04node\x18\x03 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04node\x120\n" +
 	"\x05other\x18\x04 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x05other\x12\x14\n" +
-	"\x05alone\x18\x05 \x01(\bR\x05alone\"D\n" +
+	"\x05alone\x18\x05 \x01(\bR\x05alone\"c\n" +
 	"\x04Ping\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\rR\x05level\x12\x14\n" +
-	"\x05table\x18\x03 \x01(\bR\x05table\"\xaf\x03\n" +
+	"\x05table\x18\x03 \x01(\bR\x05table\x12\x1d\n" +
+	"\n" +
+	"check_pred\x18\x04 \x01(\bR\tcheckPred\"\xd4\x03\n" +
 	"\x04Pong\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\rR\x05level\x12.\n" +
@@ -4326,7 +4349,8 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x06beyond\x18\t \x03(\v2\x1c.skiprange.overlay.LinkTableR\x06beyond\x12\x14\n" +
 	"\x05claim\x18\n" +
 	" \x01(\x04R\x05claim\x12 \n" +
-	"\vunconfirmed\x18\v \x01(\bR\vunconfirmed\"\x9f\x01\n" +
+	"\vunconfirmed\x18\v \x01(\bR\vunconfirmed\x12#\n" +
+	"\rpred_answered\x18\f \x01(\bR\fpredAnswered\"\x9f\x01\n" +
 	"\tLinkTable\x12.\n" +
 	"\x04node\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04node\x120\n" +
 	"\x05preds\x18\x02 \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05preds\x120\n" +
