@@ -45,8 +45,8 @@ type pingInfo struct {
 	// does not answer (see probeBeyond).
 	beyond bool
 	// vouchFor, when set, is the node that asked this node to ping its predecessor (a
-	// check_pred ping of sequence number vouchSeq): the answer goes to it, and no answer counts
-	// nowhere (see askVouch).
+	// check_pred ping of sequence number vouchSeq): an answer is passed on to it, and silence
+	// counts for nothing here (see askVouch).
 	vouchFor overlay.NodeID
 	vouchSeq uint64
 }
