@@ -174,7 +174,8 @@ func New(env overlay.Env, sg *skipgraph.Node, cfg Config) (*Balancer, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Balancer{env: env, sg: sg, store: sg.Store(), cfg: cfg, load: lt, initiated: map[uint64]initiatedWave{}}
+	b := &Balancer{env: env, sg: sg, store: sg.Store(), cfg: cfg, load: lt, initiated: map[uint64]initiatedWave{},
+		reliable: reliableState{outstanding: map[uint64]*outstanding{}, seen: map[seenKey]time.Time{}}}
 	b.unl.init(cfg.UNLCache, cfg.Window, !cfg.FaithfulMigrants)
 	sg.SetObserver(b)
 	return b, nil

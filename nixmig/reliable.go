@@ -70,9 +70,6 @@ func (b *Balancer) acking(now time.Time) bool {
 // number gives m a sequence number and keeps a copy to send again until it is acknowledged.
 func (b *Balancer) number(to overlay.NodeID, m *pb.Balance) {
 	r := &b.reliable
-	if r.outstanding == nil {
-		r.outstanding, r.seen = map[uint64]*outstanding{}, map[seenKey]time.Time{}
-	}
 	r.nextSeq++
 	m.Seq = r.nextSeq
 	r.outstanding[m.Seq] = &outstanding{to: to, msg: proto.CloneOf(m), attempts: 1}
@@ -115,9 +112,6 @@ func (b *Balancer) received(from overlay.Peer, m *pb.Balance) bool {
 	r.lossHeard = b.env.Now()
 	b.sg.Send(from.ID, &pb.Envelope{Body: &pb.Envelope_Balance{Balance: &pb.Balance{Wave: m.Wave,
 		Op: &pb.Balance_Ack{Ack: &pb.BalanceAck{Seq: m.Seq}}}}}, pb.Cause_CAUSE_BALANCE)
-	if r.seen == nil {
-		r.outstanding, r.seen = map[uint64]*outstanding{}, map[seenKey]time.Time{}
-	}
 	k := seenKey{from.ID, from.Incarnation, m.Seq}
 	if _, dup := r.seen[k]; dup {
 		return false

@@ -577,19 +577,13 @@ func (n *Node) askVouch(suspect overlay.Peer) {
 	if next.ID == suspect.ID || next.ID == n.self.ID {
 		return
 	}
-	for _, p := range n.maintain.pings {
-		if p.peer == next.ID {
-			return
-		}
+	if n.pinging(next.ID) {
+		return
 	}
 	if len(n.maintain.vouchAsked) >= maxVouchAsked {
 		clear(n.maintain.vouchAsked)
 	}
-	seq := n.sendPing(next, &pb.Ping{Level: 0, CheckPred: true})
-	info := n.maintain.pings[seq]
-	info.beyond = true
-	n.maintain.pings[seq] = info
-	n.maintain.vouchAsked[seq] = suspect.ID
+	n.maintain.vouchAsked[n.sendBeyond(next, &pb.Ping{Level: 0, CheckPred: true})] = suspect.ID
 }
 
 // maxVouchAsked bounds the indirect pings a node remembers having asked for.
@@ -616,10 +610,8 @@ func (n *Node) onVouch(p *pb.Pong) {
 // unless a probe of it is under way: if several consecutive nodes failed, they are found dead
 // together and relinked as a run.
 func (n *Node) probeBeyond(id overlay.NodeID) {
-	for _, p := range n.maintain.pings {
-		if p.peer == id {
-			return
-		}
+	if n.pinging(id) {
+		return
 	}
 	for _, p := range n.succList {
 		if p.ID == id {
@@ -629,10 +621,25 @@ func (n *Node) probeBeyond(id overlay.NodeID) {
 	}
 }
 
+// pinging reports whether a ping to id is under way.
+func (n *Node) pinging(id overlay.NodeID) bool {
+	for _, p := range n.maintain.pings {
+		if p.peer == id {
+			return true
+		}
+	}
+	return false
+}
+
 // pingBeyond pings p, a node past the level-0 successor, marked so that its answer's
 // predecessor is kept (beyondPreds). It returns the ping's sequence number.
 func (n *Node) pingBeyond(p overlay.Peer) uint64 {
-	seq := n.ping(p, 0, false)
+	return n.sendBeyond(p, &pb.Ping{Level: 0})
+}
+
+// sendBeyond sends ping to p as pingBeyond does.
+func (n *Node) sendBeyond(p overlay.Peer, ping *pb.Ping) uint64 {
+	seq := n.sendPing(p, ping)
 	info := n.maintain.pings[seq]
 	info.beyond = true
 	n.maintain.pings[seq] = info

@@ -124,10 +124,10 @@ type Stats struct {
 	HopLimit   int // routed messages dropped at the hop limit
 	Undeliver  int // routed messages dropped for want of a next hop
 	RangesLost int // ranges taken over from failed successors
+	ItemsLost  int // items those successors held, as they last said
 	// Vouched counts successors whose missed pings were forgiven because the node after them
 	// had them answer its own ping meanwhile (askVouch).
-	Vouched   int
-	ItemsLost int // items those successors held, as they last said
+	Vouched int
 	// StaleDropped counts copies an unconfirmed node dropped from parts of its former range
 	// that live nodes own now (see cede).
 	StaleDropped int
