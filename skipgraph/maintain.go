@@ -398,8 +398,11 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 		// It lies beyond this range's end: more than one node joined below the successor. Its
 		// own predecessor is closer; check that one next. Only between this range's end and
 		// the successor's start as the successor last answered: anywhere else it has moved
-		// since it was named (a migrant that joined elsewhere) and says nothing of the gap.
-		if s := n.maintain.succItemsOf; s.ID != n.levels[0].succ.ID || !overlay.StrictlyBetween(n.end(), from.Start, s.Start) {
+		// since it was named (a migrant that joined elsewhere) and says nothing of the gap. A
+		// successor that starts at this range's end leaves no gap (Between would read the empty
+		// interval as a full turn and take the successor's live range over).
+		if s := n.maintain.succItemsOf; s.ID != n.levels[0].succ.ID || s.Start == n.end() ||
+			!overlay.StrictlyBetween(n.end(), from.Start, s.Start) {
 			return
 		}
 		if n.checkIntruder(overlay.PeerFromPB(p.Pred), from) {

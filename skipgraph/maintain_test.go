@@ -532,6 +532,29 @@ func TestSuccessorsNewPredecessorBeforeThisNode(t *testing.T) {
 	}
 }
 
+// TestNoWalkPastAnEndTheSuccessorStartsAt: a checks c, named inside a's range (the stale name a
+// successor gives of a node that has since migrated), and c answers from its new place past
+// a's end, its join not yet linked: no predecessor. a's successor b starts where a's range
+// ends, so there is no gap past the end to walk down and nothing to take over. Reading the
+// empty gap (end, b's start) as a full turn took b's live range over (a random case of
+// TestBalanceProperties: n00004 reported [652, 816) lost without any crash).
+func TestNoWalkPastAnEndTheSuccessorStartsAt(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	a, b, c := nw.nodes["a"], nw.nodes["b"], nw.nodes["c"]
+	a.maintain.succItemsOf = b.Self()
+	c.levels[0].pred = overlay.Peer{}
+	if !a.checkIntruder(c.Self().WithStart(k(500), c.Self().Version), b.Self()) {
+		t.Fatal("c, named inside a's range, not checked")
+	}
+	nw.run()
+	if a.Stats.RangesLost != 0 || a.levels[0].succ.ID != "b" {
+		t.Fatalf("a took over %d ranges and links to %s; b, starting at a's end, is alive", a.Stats.RangesLost, a.levels[0].succ.ID)
+	}
+	if want := (overlay.Range{Start: "", End: k(1000)}); a.Range() != want {
+		t.Fatalf("a owns %s, want %s", a.Range(), want)
+	}
+}
+
 // TestIntruderCheckUnderWayIsLetRun: a check of a node inside or past this range is not replaced
 // by another before its answer: the successor's next pong restarted a walk down a chain past the
 // range's end every tick, and with a round trip of two seconds it never got further than two or
