@@ -352,11 +352,14 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 	if !n.Owns() || info.level != 0 {
 		return
 	}
-	if from.ID == n.levels[0].succ.ID {
+	// A new incarnation of the successor (a migrant that rejoined elsewhere) speaks of its
+	// new place: its links and load say nothing of the successor's.
+	fromSucc := n.isSucc(from)
+	if fromSucc {
 		n.maintain.succItems, n.maintain.succItemsOf = int(p.Items), from
 	}
 	n.checkConfirmed(from, p)
-	if from.ID == n.levels[0].succ.ID {
+	if fromSucc {
 		clear(n.maintain.beyondPreds)
 		clear(n.maintain.vouchAsked)
 	} else if info.beyond {
@@ -419,7 +422,7 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 		n.takeOverUpTo(from)
 		return
 	}
-	if len(p.Preds) > 0 && len(p.Preds) == len(p.Succs) && from.ID == n.levels[0].succ.ID {
+	if len(p.Preds) > 0 && len(p.Preds) == len(p.Succs) && fromSucc {
 		tables := []*pb.LinkTable{{Node: from.ToPB(), Preds: p.Preds, Succs: p.Succs}}
 		for _, t := range p.Beyond {
 			if len(tables) == n.cfg.SuccessorListLen || len(t.Preds) != len(t.Succs) {
@@ -440,7 +443,7 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 		}
 		return
 	}
-	if n.levels[0].succ.ID != from.ID {
+	if !fromSucc {
 		return
 	}
 	n.succList = n.trimSuccList(append([]overlay.Peer{from}, overlay.PeersFromPB(p.SuccList)...))
@@ -474,6 +477,13 @@ func (n *Node) nextIntruder(x overlay.Peer, p *pb.Pong) overlay.Peer {
 		}
 	}
 	return next
+}
+
+// isSucc reports whether p is this node's level-0 successor: the same node, and the same
+// incarnation of it.
+func (n *Node) isSucc(p overlay.Peer) bool {
+	s := n.levels[0].succ
+	return s.ID == p.ID && s.Incarnation == p.Incarnation
 }
 
 // checkIntruder pings x, the predecessor that the node above (this node's successor, or a node
@@ -846,13 +856,15 @@ func (n *Node) strangerChecked(c strangerCheck) {
 // that node lies from end (where this range ends) to next: alive a moment ago and unknown to
 // this node, it holds part of what a take-over up to next would claim — it joined below next
 // unheard, or took the gone successor's range when this node's link to it was stale. The
-// take-over then stops at it (nothing is taken when it starts at end). A zero Peer otherwise.
+// take-over then stops at it (nothing is taken when it starts at end). A zero Peer otherwise,
+// and when next starts at end: then nothing lies between.
 func (n *Node) joinedBefore(next overlay.Peer, end overlay.Key, gone func(overlay.Peer) bool) overlay.Peer {
 	b, ok := n.maintain.beyondPreds[next.ID]
 	if !ok || next.IsZero() || b.IsZero() || b.ID == n.self.ID || b.ID == next.ID || gone(b) {
 		return overlay.Peer{}
 	}
-	if b.Start != end && !overlay.StrictlyBetween(end, b.Start, next.Start) {
+	// With next starting at end there is no gap (Between would read (end, end) as a full turn).
+	if next.Start == end || b.Start != end && !overlay.StrictlyBetween(end, b.Start, next.Start) {
 		return overlay.Peer{}
 	}
 	return b

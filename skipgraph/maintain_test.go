@@ -555,6 +555,56 @@ func TestNoWalkPastAnEndTheSuccessorStartsAt(t *testing.T) {
 	}
 }
 
+// TestStaleLinkFailedWithNoGapBeforeTheNextNode: a's level-0 link names a node that is gone
+// (ghost, at a's end), while b already holds the range from there: nothing is lost. b had named
+// a node far round the circle as its predecessor (a stale word); with no gap between a's end
+// and b's start nothing can have joined there, and it must not be read as a node that did (an
+// empty interval read as a full turn made the take-over go up to it, over b's live range).
+func TestStaleLinkFailedWithNoGapBeforeTheNextNode(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	a, b := nw.nodes["a"], nw.nodes["b"]
+	ghost := overlay.Peer{ID: "ghost", Start: k(1000), Incarnation: 7}
+	a.levels[0].succ, a.succList = ghost, []overlay.Peer{ghost, b.Self()}
+	a.maintain.beyondPreds[b.Self().ID] = nw.nodes["d"].Self()
+	a.peerFailed("ghost")
+	if a.Stats.RangesLost != 0 || a.levels[0].succ.ID != "b" {
+		t.Fatalf("a took over %d ranges and links to %s; b holds the range from a's end", a.Stats.RangesLost, a.levels[0].succ.ID)
+	}
+	if want := (overlay.Range{Start: "", End: k(1000)}); a.Range() != want {
+		t.Fatalf("a owns %s, want %s", a.Range(), want)
+	}
+}
+
+// TestRejoinedSuccessorsLinksNotTakenForItsOwn: a links to b at 1000, but b has since migrated
+// and answers as a new incarnation from 3500. Its pong lists the nodes after its new place;
+// taking them for the successor's list made the take-over of b's former range go up to b's
+// new start, over c's and d's live ranges (a random case of TestBalanceProperties: [836, 388)
+// reported lost). a takes over only up to c, which starts next.
+func TestRejoinedSuccessorsLinksNotTakenForItsOwn(t *testing.T) {
+	nw := ringOf(t, placed{"a", 0}, placed{"c", 2000}, placed{"d", 3000}, placed{"b", 3500}, placed{"e", 4000})
+	a := nw.nodes["a"]
+	old := nw.nodes["b"].Self().WithStart(k(1000), 1)
+	old.Incarnation++
+	a.levels[0].succ = old
+	a.succList = []overlay.Peer{old, nw.nodes["c"].Self(), nw.nodes["d"].Self()}
+	a.ping(nw.nodes["b"].Self(), 0, true)
+	for nw.step() {
+		if a.Range().Contains(k(2000)) {
+			t.Fatalf("a claims %s, over c's live range", a.Range())
+		}
+	}
+	if want := (overlay.Range{Start: "", End: k(2000)}); a.Range() != want || a.levels[0].succ.ID != "c" {
+		t.Fatalf("a owns %s and links to %s, want %s and c", a.Range(), a.levels[0].succ.ID, want)
+	}
+	nw.advance(time.Minute)
+	nw.checkRing()
+	for id, at := range map[overlay.NodeID]int{"c": 2000, "d": 3000, "b": 3500} {
+		if got := nw.nodes[id].Range().Start; got != k(at) {
+			t.Errorf("%s starts at %q, want %d", id, got, at)
+		}
+	}
+}
+
 // TestIntruderCheckUnderWayIsLetRun: a check of a node inside or past this range is not replaced
 // by another before its answer: the successor's next pong restarted a walk down a chain past the
 // range's end every tick, and with a round trip of two seconds it never got further than two or
