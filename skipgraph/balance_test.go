@@ -1168,6 +1168,39 @@ func TestMigrateNextToNeighbour(t *testing.T) {
 	}
 }
 
+// TestMigrantNamedAsItsOwnStaleSuccessor: a migrated below c (taking [2000, 2500)), and b has
+// not heard of it: b still links to c at 2000. c then migrates next to b, above 1500, leaving
+// [2500, 3000) to a. b's handoff names c's former incarnation as the successor: it left its
+// range gracefully to a, so the link is stale and a is the successor. Taken for a crashed
+// former incarnation, c claimed [1500, 3000) — a's live range — and reported it lost (a random
+// case of TestBalanceProperties).
+func TestMigrantNamedAsItsOwnStaleSuccessor(t *testing.T) {
+	nw := fiveNodes(t)
+	a, b, c := nw.nodes["a"], nw.nodes["b"], nw.nodes["c"]
+	stale := c.Self()
+	if err := a.Migrate("c", k(2500), true); err != nil {
+		t.Fatal(err)
+	}
+	nw.runChecked(nw.checkNoOverlap)
+	b.levels[0].succ, b.succList = stale, []overlay.Peer{stale, nw.nodes["d"].Self(), nw.nodes["e"].Self()}
+	if err := c.Migrate("b", k(1500), false); err != nil {
+		t.Fatal(err)
+	}
+	nw.runChecked(nw.checkNoOverlap)
+	nw.checkRanges(map[overlay.NodeID]overlay.Range{
+		"e": {Start: k(4000), End: k(1000)}, // a's range went to its predecessor
+		"b": {Start: k(1000), End: k(1500)},
+		"c": {Start: k(1500), End: k(2000)},
+		"a": {Start: k(2000), End: k(3000)}, // c's former range went to a
+		"d": {Start: k(3000), End: k(4000)},
+	})
+	if c.Stats.RangesLost != 0 {
+		t.Fatalf("c reported %d ranges lost; its former incarnation left gracefully", c.Stats.RangesLost)
+	}
+	nw.advance(time.Minute)
+	nw.checkRing()
+}
+
 // TestMigrateRefused: bad targets are refused at once and leave the node where it was.
 func TestMigrateRefused(t *testing.T) {
 	nw := fiveNodes(t)

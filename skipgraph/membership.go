@@ -43,7 +43,9 @@ func (n *Node) becameIdle() {
 }
 
 type leaveState struct {
-	handedTo overlay.NodeID
+	// handedTo is the node that took this node's range, as it was then (a migrant keeps it until
+	// it has joined again: strays go on to it, and it may turn up as the successor, below).
+	handedTo overlay.Peer
 	attempts int
 	cause    pb.Cause
 	// then, when set, is where the node joins again once its range is handed over (a migration).
@@ -267,7 +269,8 @@ func (n *Node) joined(x *inXfer) {
 	n.self = n.self.WithStart(x.piece.Start, n.self.Version+1)
 	n.refreshSelfRef()
 	n.state = StateActive
-	n.leave.handedTo = ""
+	handedTo := n.leave.handedTo
+	n.leave.handedTo = overlay.Peer{}
 	cause := n.join.cause
 	if x.kind == pb.HandoffKind_HANDOFF_JOIN_BELOW {
 		// Placed below the giver: its successor is the giver (whose start moved up to the end of
@@ -291,16 +294,30 @@ func (n *Node) joined(x *inXfer) {
 		succ, succList := x.succ, x.succList
 		var formerSelf overlay.Peer
 		if succ.ID == n.self.ID {
-			// The giver's successor was this node's former incarnation: it crashed and this node
-			// joined again before the giver noticed. Its range is this node's too now (the giver
-			// hands over everything up to its successor), its items lost with the crash; the node
-			// after it is the successor.
-			formerSelf = succ
-			succ, succList = x.from, nil
+			after := []overlay.Peer{}
 			for i, p := range x.succList {
 				if p.ID != n.self.ID {
-					succ, succList = p, x.succList[i:]
+					after = x.succList[i:]
 					break
+				}
+			}
+			if !handedTo.IsZero() {
+				// This node's former incarnation, which left its range to handedTo and joined
+				// here (a migration): the giver's link is stale, and the node it left to holds
+				// what lies past the piece (it starts there, or a node that joined below it
+				// does: the successor's pongs tell). Claiming it as a crashed incarnation's took
+				// a live node's range over (a random case of TestBalanceProperties).
+				succ = handedTo.WithStart(x.piece.End, handedTo.Version)
+				succList = append([]overlay.Peer{succ}, after...)
+			} else {
+				// The giver's successor was this node's former incarnation: it crashed and this
+				// node joined again before the giver noticed. Its range is this node's too now
+				// (the giver hands over everything up to its successor), its items lost with the
+				// crash; the node after it is the successor.
+				formerSelf = succ
+				succ, succList = x.from, nil
+				if len(after) > 0 {
+					succ, succList = after[0], after
 				}
 			}
 		}
@@ -377,7 +394,7 @@ func (n *Node) rejoin(m *migration) {
 	// asked it alone for ever, found by the balancing property test). The nodes it was linked to
 	// come after, for when both crash (found with 20% of the nodes crashing at once).
 	others := n.linkedIDs()
-	if to := n.leave.handedTo; to != "" {
+	if to := n.leave.handedTo.ID; to != "" {
 		others = append([]overlay.NodeID{to}, slices.DeleteFunc(others, func(id overlay.NodeID) bool { return id == to })...)
 	}
 	others = slices.DeleteFunc(others, func(id overlay.NodeID) bool { return id == m.target })
@@ -451,7 +468,7 @@ func (n *Node) tryLeave() {
 // left runs at the leaver when the predecessor took its range: relink every level around it.
 func (n *Node) left(receiver overlay.Peer) {
 	n.state = StateLeft
-	n.leave.handedTo = receiver.ID
+	n.leave.handedTo = receiver
 	for l, lk := range n.levels {
 		p, s := lk.pred, lk.succ
 		if p.IsZero() || s.IsZero() {

@@ -34,11 +34,11 @@ func (n *Node) nextHop(r *pb.Route) (hop, overlay.NodeID) {
 		r.Hops++
 		return hopForward, pred.ID
 	}
-	if n.state == StateLeft || (n.state == StateJoining && n.leave.handedTo != "") {
-		if n.leave.handedTo == "" {
+	if n.state == StateLeft || (n.state == StateJoining && !n.leave.handedTo.IsZero()) {
+		if n.leave.handedTo.IsZero() {
 			return hopDrop, ""
 		}
-		return hopForward, n.leave.handedTo
+		return hopForward, n.leave.handedTo.ID
 	}
 	if !n.Owns() {
 		return hopDrop, ""
