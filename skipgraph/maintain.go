@@ -1,6 +1,7 @@
 package skipgraph
 
 import (
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -825,6 +826,7 @@ func (n *Node) strangerSeen(p overlay.Peer) {
 	succ := n.levels[0].succ
 	if succ.ID != p.ID || succ.Incarnation == p.Incarnation || succ.ID == n.self.ID {
 		n.linksFailed(p.ID, p.Incarnation)
+		n.placeInSuccList(p)
 		return
 	}
 	c := n.maintain.stranger
@@ -837,6 +839,25 @@ func (n *Node) strangerSeen(p overlay.Peer) {
 		return
 	}
 	n.maintain.stranger = strangerCheck{gone: p.ID, keep: p.Incarnation, seq: n.pingBeyond(next)}
+}
+
+// placeInSuccList puts p, a node just heard from as a new incarnation of one this node listed
+// (a migrant, joined again elsewhere), into the successor list where its start now lies, when
+// that is between two entries. A take-over of a dead successor's range goes up to the first
+// live entry: without p there, it went past p — alive, and holding the start of the range
+// taken (a migrant that joined above the node that then crashed; found by
+// TestBalanceCrashProperties).
+func (n *Node) placeInSuccList(p overlay.Peer) {
+	if slices.ContainsFunc(n.succList, func(q overlay.Peer) bool { return q.ID == p.ID }) {
+		return
+	}
+	for i := 1; i < len(n.succList); i++ {
+		a, b := n.succList[i-1].Start, n.succList[i].Start
+		if a != b && overlay.StrictlyBetween(a, p.Start, b) {
+			n.succList = n.trimSuccList(slices.Insert(slices.Clone(n.succList), i, p))
+			return
+		}
+	}
 }
 
 // strangerChecked ends the check of strangerSeen, answered or not: the range is taken over

@@ -605,6 +605,26 @@ func TestRejoinedSuccessorsLinksNotTakenForItsOwn(t *testing.T) {
 	}
 }
 
+// TestMigrantHeardAtItsNewPlaceBoundsATakeOver: a lists c at 2500, but c has migrated to 1200,
+// just above b, and a hears from it there (a new incarnation). b then crashes: a takes b's range
+// over up to c's new start, not up to d past it — c is alive and holds [1200, 2000) (found by
+// TestBalanceCrashProperties: the take-over covered a migrant that had joined above the node
+// that crashed).
+func TestMigrantHeardAtItsNewPlaceBoundsATakeOver(t *testing.T) {
+	nw := ringOf(t, placed{"a", 0}, placed{"b", 1000}, placed{"c", 1200}, placed{"d", 2000}, placed{"e", 3000})
+	a, c := nw.nodes["a"], nw.nodes["c"]
+	old := c.Self().WithStart(k(2500), 1)
+	old.Incarnation++
+	a.succList = []overlay.Peer{nw.nodes["b"].Self(), old, nw.nodes["d"].Self()}
+	a.ping(c.Self(), 0, false)
+	nw.run()
+	nw.crash("b")
+	a.peerFailed("b")
+	if want := (overlay.Range{Start: "", End: k(1200)}); a.Range() != want || a.levels[0].succ.ID != "c" {
+		t.Fatalf("a owns %s and links to %s, want %s and c", a.Range(), a.levels[0].succ.ID, want)
+	}
+}
+
 // TestIntruderCheckUnderWayIsLetRun: a check of a node inside or past this range is not replaced
 // by another before its answer: the successor's next pong restarted a walk down a chain past the
 // range's end every tick, and with a round trip of two seconds it never got further than two or

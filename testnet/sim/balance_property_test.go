@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -46,7 +47,10 @@ type balanceNet struct {
 	// never reuses one.
 	migSplits  map[overlay.Key]bool
 	rangesLost int
-	lossless   bool // no message lost so far (the test crashes no node)
+	lossless   bool // no message lost and no node crashed so far
+	// crashes lets a burst crash a node (TestBalanceCrashProperties); crashedNow is set while a
+	// burst has crashed one.
+	crashes, crashedNow bool
 }
 
 // TestBalanceProperties applies random bursts of the balancer's operations — NIX handoffs to
@@ -62,44 +66,59 @@ type balanceNet struct {
 //	SKIPRANGE_RANDOM_PROPS=1 go test ./testnet/sim/ -run TestBalanceProperties -rapid.checks=3000
 func TestBalanceProperties(t *testing.T) {
 	defer fixedRapidSeed(t, 20261123)()
-	rapid.Check(t, func(rt *rapid.T) {
-		cfg := DefaultConfig()
-		cfg.Seed = rapid.Uint64().Draw(rt, "seed")
-		cfg.Jitter = time.Duration(rapid.IntRange(0, 2).Draw(rt, "jitter")) * time.Second
-		cfg.Marshal = true
-		cfg.FitTimeouts()
-		h, err := NewHarness(cfg)
-		if err != nil {
-			rt.Fatal(err)
+	rapid.Check(t, func(rt *rapid.T) { balanceProperties(rt, false) })
+}
+
+// TestBalanceCrashProperties is TestBalanceProperties with crashes: a burst may also crash any
+// live node — one that owns a range, or is handing it over, leaving, migrating or joining — in
+// the middle of the others' handoffs. The crashed node's items are lost (there is no
+// replication); every other item must stay where and what the reference says, and reads during
+// the burst must answer every key not lost exactly (writes race no crash: a write the crashed
+// node took could land either way).
+//
+//	SKIPRANGE_RANDOM_PROPS=1 go test ./testnet/sim/ -run TestBalanceCrashProperties -rapid.checks=3000
+func TestBalanceCrashProperties(t *testing.T) {
+	defer fixedRapidSeed(t, 20261128)()
+	rapid.Check(t, func(rt *rapid.T) { balanceProperties(rt, true) })
+}
+
+func balanceProperties(rt *rapid.T, crashes bool) {
+	cfg := DefaultConfig()
+	cfg.Seed = rapid.Uint64().Draw(rt, "seed")
+	cfg.Jitter = time.Duration(rapid.IntRange(0, 2).Draw(rt, "jitter")) * time.Second
+	cfg.Marshal = true
+	cfg.FitTimeouts()
+	h, err := NewHarness(cfg)
+	if err != nil {
+		rt.Fatal(err)
+	}
+	b := &balanceNet{propertyNet: &propertyNet{t: rt, h: h}, migSplits: map[overlay.Key]bool{}, lossless: true, crashes: crashes}
+	h.Net.OnEvent = func(at overlay.NodeID, e overlay.Event) {
+		switch e.Kind {
+		case overlay.EventJoined:
+			h.Joined++
+		case overlay.EventLeft:
+			h.Left++
+		case overlay.EventRangeLost:
+			b.rangesLost++
+			rt.Logf("t=%s %s reports %s lost (peer %s): %s", h.Net.Now(), at, e.Range, e.Peer, e.Detail)
 		}
-		b := &balanceNet{propertyNet: &propertyNet{t: rt, h: h}, migSplits: map[overlay.Key]bool{}, lossless: true}
-		h.Net.OnEvent = func(at overlay.NodeID, e overlay.Event) {
-			switch e.Kind {
-			case overlay.EventJoined:
-				h.Joined++
-			case overlay.EventLeft:
-				h.Left++
-			case overlay.EventRangeLost:
-				b.rangesLost++
-				rt.Logf("t=%s %s reports %s lost (peer %s): %s", h.Net.Now(), at, e.Range, e.Peer, e.Detail)
-			}
-		}
-		if err := h.Build(rapid.IntRange(8, 20).Draw(rt, "nodes"), time.Second, true,
-			func(int) overlay.Key { return overlay.Uint64Key(h.Net.rng.Uint64N(1000)) }, 5000*time.Second, nil); err != nil {
-			rt.Fatal(err)
-		}
-		b.settle("build")
-		b.preload(rt)
-		b.writes(rt)
-		rounds := rapid.IntRange(1, 3).Draw(rt, "rounds")
-		for round := 0; round < rounds; round++ {
-			what := fmt.Sprintf("round %d", round)
-			solo := b.burst(rt)
-			b.settle(what)
-			b.checkBalanceOps(what, solo)
-			b.reads(rt)
-		}
-	})
+	}
+	if err := h.Build(rapid.IntRange(8, 20).Draw(rt, "nodes"), time.Second, true,
+		func(int) overlay.Key { return overlay.Uint64Key(h.Net.rng.Uint64N(1000)) }, 5000*time.Second, nil); err != nil {
+		rt.Fatal(err)
+	}
+	b.settle("build")
+	b.preload(rt)
+	b.writes(rt)
+	rounds := rapid.IntRange(1, 3).Draw(rt, "rounds")
+	for round := 0; round < rounds; round++ {
+		what := fmt.Sprintf("round %d", round)
+		solo := b.burst(rt)
+		b.settle(what)
+		b.checkBalanceOps(what, solo)
+		b.reads(rt)
+	}
 }
 
 // settle is propertyNet.settle; when it fails, the items that are not where and what the
@@ -190,6 +209,7 @@ func (b *balanceNet) burst(t *rapid.T) (solo string) {
 	if loss > 0 {
 		b.lossless = false
 	}
+	b.crashedNow = false
 	events := rapid.IntRange(1, 6).Draw(t, "events")
 	// Keys read or written in this burst: a key is written at most once and never while a read of
 	// it is under way, so that every answer during the burst is known.
@@ -200,7 +220,11 @@ func (b *balanceNet) burst(t *rapid.T) (solo string) {
 		if len(ids) == 0 {
 			break
 		}
-		switch op := rapid.IntRange(0, 9).Draw(t, "op"); {
+		ops := 9
+		if b.crashes {
+			ops = 10
+		}
+		switch op := rapid.IntRange(0, ops).Draw(t, "op"); {
 		case op <= 2: // NIX
 			last = b.nix(t, ids)
 		case op <= 4: // migration
@@ -223,7 +247,9 @@ func (b *balanceNet) burst(t *rapid.T) (solo string) {
 			}
 			_ = b.h.Net.Node(b.pick(t, idle, "leaver")).Leave()
 			last = "leave"
-		case op == 7 && loss == 0: // a write racing the handoffs
+		case op == 10 && len(ids) > 3: // a crash
+			last = b.crash(t)
+		case op == 7 && loss == 0 && !b.crashes: // a write racing the handoffs
 			k := b.key(t, "wkey")
 			if touched[k] {
 				break
@@ -259,6 +285,8 @@ func (b *balanceNet) burst(t *rapid.T) (solo string) {
 				switch {
 				case r.Status == pb.Status_STATUS_ERROR && loss > 0:
 					// Every attempt lost a message.
+				case b.h.Lost[k]:
+					// Its holder crashed (checked as the answer comes: the crash may come later).
 				case r.Status == pb.Status_STATUS_LOST && !exists:
 					// A range marked lost after a false failure under message loss: "may have existed".
 				case exists && (r.Status != pb.Status_STATUS_OK || string(r.Value) != want):
@@ -282,6 +310,30 @@ func (b *balanceNet) burst(t *rapid.T) (solo string) {
 		return last
 	}
 	return ""
+}
+
+// crash crashes a random live node, whatever it is doing — but not one a client request started
+// at is waiting on, which would never be answered. A NIX it was giving never reports back, and
+// its items are lost (Harness.Crash marks them).
+func (b *balanceNet) crash(t *rapid.T) string {
+	var alive []overlay.NodeID
+	for _, s := range b.h.Net.order {
+		if s.alive && !b.requesting(s.id) {
+			alive = append(alive, s.id)
+		}
+	}
+	if len(alive) == 0 {
+		return ""
+	}
+	victim := b.pick(t, alive, "victim")
+	t.Logf("t=%s crash %s (%s, %s)", b.h.Net.Now(), victim, b.h.Net.Node(victim).State(), b.h.Net.Node(victim).Range())
+	if err := b.h.Crash(victim); err != nil {
+		t.Fatal(err)
+	}
+	b.crashed = append(b.crashed, victim)
+	b.nixes = slices.DeleteFunc(b.nixes, func(c *nixCall) bool { return c.giver == victim })
+	b.lossless, b.crashedNow = false, true
+	return "crash"
 }
 
 // requesting reports whether a client request started at node id is still unanswered.
