@@ -713,6 +713,10 @@ func (n *Node) linksFailed(id overlay.NodeID, keep uint64) {
 			next = b
 			n.succList = n.trimSuccList(append([]overlay.Peer{b}, n.succList...))
 		}
+		if b := n.linkedBefore(next, oldEnd, gone); !b.IsZero() {
+			next = b
+			n.succList = n.trimSuccList(append([]overlay.Peer{b}, n.succList...))
+		}
 		if next.IsZero() {
 			n.rememberPeers(gone)
 			n.levels = []link{{pred: n.self, succ: n.self}}
@@ -889,6 +893,33 @@ func (n *Node) joinedBefore(next overlay.Peer, end overlay.Key, gone func(overla
 		return overlay.Peer{}
 	}
 	return b
+}
+
+// linkedBefore returns the node nearest to end among those this node links to on any level that
+// lie from end (where this range ends) up to next, the node a take-over would go up to: one the
+// successor list did not know — it joined below next since the list was sent, and this node
+// heard of it only as a neighbour on a level above (found by TestBalanceCrashProperties: a
+// migrant joined below the node after the crashed successor, and the take-over went up to that
+// node's new start, over the migrant's range). The take-over stops at it; if the link was stale,
+// the node's answer or silence is handled as any successor's. A zero Peer when there is none,
+// and when next starts at end.
+func (n *Node) linkedBefore(next overlay.Peer, end overlay.Key, gone func(overlay.Peer) bool) overlay.Peer {
+	if next.IsZero() || next.Start == end {
+		return overlay.Peer{}
+	}
+	var best overlay.Peer
+	for _, lk := range n.levels[1:] {
+		for _, p := range []overlay.Peer{lk.pred, lk.succ} {
+			if p.IsZero() || p.ID == n.self.ID || p.ID == next.ID || gone(p) ||
+				p.Start != end && !overlay.StrictlyBetween(end, p.Start, next.Start) {
+				continue
+			}
+			if best.IsZero() || p.Start == end || best.Start != end && overlay.StrictlyBetween(end, p.Start, best.Start) {
+				best = p
+			}
+		}
+	}
+	return best
 }
 
 // nextLive is the node a take-over of the gone level-0 successor's range goes up to: the first

@@ -386,8 +386,8 @@ func ringOf(t *testing.T, nodes ...placed) *testNet {
 }
 
 // TestTakeOverOfManyLiveNodesSettledQuickly: after a mass crash a node may take over a range that
-// many live nodes answer from — migrants that joined there unseen by it. a's successor list skips
-// the 24 nodes c00…c23 that joined between b and z; b crashes, and a takes b's range over up to
+// many live nodes answer from — migrants that joined there unseen by it. a's successor list and
+// links skip the 24 nodes c00…c23 that joined between b and z; b crashes, and a takes b's range over up to
 // what it knows. Settling with those nodes one per probe interval (each found by the successor's
 // next pong) took 24 intervals, longer than a node waiting for its neighbours' word waits; now
 // each settled node's predecessors are checked at once, on every level, so the ring is whole a
@@ -401,6 +401,7 @@ func TestTakeOverOfManyLiveNodesSettledQuickly(t *testing.T) {
 	nw := ringOf(t, nodes...)
 	a, z, cs := nw.nodes["a"], nw.nodes["z"], nodes[3:]
 	a.succList = []overlay.Peer{a.levels[0].succ, z.Self()}
+	a.levels = a.levels[:1] // nor does a know them on the levels above (linkedBefore)
 	// An item that a will hold inside c10's range while it holds the range (as if written during
 	// the take-over, which settles within a probe interval here: messages take no time).
 	_ = a.Store().Put(k(2410), []byte("written during the take-over"))
@@ -727,5 +728,25 @@ func TestSuccessorVouchedForByTheNodeAfterIt(t *testing.T) {
 	}
 	if _, succ := b.Neighbors(0); succ.ID != "d" || b.Stats.RangesLost != 1 {
 		t.Fatalf("c crashed: b's successor %s, %d ranges taken over; want d and one", succ.ID, b.Stats.RangesLost)
+	}
+}
+
+// TestNodeLinkedAboveBoundsATakeOver: a node this one links to on a level above that lies between
+// its range's end and the next listed successor joined there since the list was sent; a take-over
+// of the dead successor's range stops at it. Here x joined below c, c's start moved up, and a,
+// which knew x only as its level-1 successor, took the dead b's range up to c's new start, over
+// x's live range (found by TestBalanceCrashProperties).
+func TestNodeLinkedAboveBoundsATakeOver(t *testing.T) {
+	nw := ringOf(t, placed{"a", 0}, placed{"b", 1000}, placed{"x", 2000}, placed{"c", 2500}, placed{"d", 3000})
+	a, x := nw.nodes["a"], nw.nodes["x"].Self()
+	a.succList = []overlay.Peer{nw.nodes["b"].Self(), nw.nodes["c"].Self(), nw.nodes["d"].Self()}
+	if len(a.levels) < 2 {
+		a.levels = append(a.levels, link{})
+	}
+	a.levels[1].succ = x
+	nw.crash("b")
+	a.peerFailed("b")
+	if want := (overlay.Range{Start: "", End: k(2000)}); a.Range() != want || a.levels[0].succ.ID != "x" {
+		t.Fatalf("a owns %s and links to %s, want %s and x", a.Range(), a.levels[0].succ.ID, want)
 	}
 }
