@@ -96,9 +96,6 @@ type maintainState struct {
 	// this node and the successor: pinged, it is re-admitted if it answers (see readmit).
 	intruder    overlay.NodeID
 	intruderSeq uint64
-	// tookOver is the successor a take-over linked to (linksFailed), whose answers give its
-	// start as it is now, checked until it names this node as its predecessor (see tookOverTo).
-	tookOver overlay.Peer
 	// stranger is a check under way before a take-over: the level-0 successor came back as a
 	// new incarnation, and the next live successor was asked for its predecessor (see
 	// strangerSeen).
@@ -371,8 +368,8 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 		n.strangerChecked(c)
 		return
 	}
-	if t := n.maintain.tookOver; !t.IsZero() && fromSucc && n.tookOverTo(from, overlay.PeerFromPB(p.Pred)) {
-		n.maintain.tookOver = overlay.Peer{}
+	if fromSucc {
+		n.succMovedUp(from, overlay.PeerFromPB(p.Pred))
 	}
 	if p.Seq == n.maintain.intruderSeq && from.ID == n.maintain.intruder {
 		// Only the answer to the check itself counts: an older pong may have been sent before
@@ -744,7 +741,6 @@ func (n *Node) linksFailed(id overlay.NodeID, keep uint64) {
 		}
 		if s := n.levels[0].succ; s.ID != n.self.ID {
 			n.failureUpdate(s.ID, 0, pb.Side_SIDE_PRED, n.self, id)
-			n.maintain.tookOver = s
 			n.ping(s, 0, true)
 		}
 		n.relinkAround(dead)
@@ -784,30 +780,25 @@ func (n *Node) rangeLost(lost overlay.Range, dead overlay.NodeID, items int) {
 		Detail: "successor failed; its range was taken over without its items"})
 }
 
-// tookOverTo checks an answer of x, the successor, whose predecessor is now pred, after a
-// take-over linked to it: the take-over ended the range at x's start as this node last knew
-// it, and if x has moved it up since (a NIX to the dead node before it), the part between
-// belonged to the dead node too and is nobody's. It is taken over when x has no other
-// predecessor than this node. Without this, a migrant's leave to this node could never start
-// (its piece did not adjoin the range) and the part stayed unowned (20% of 500 nodes crashing,
-// seed 73). It reports whether the check is over: not while x still names another
-// predecessor — one that died too, unnoticed by x yet (the same seed, when the take-over went
-// past two dead nodes at once) — nor while the two exchange a piece, nor on an answer older
-// than x's descriptor here: sent before a handoff between the two moved x's start, it would
-// claim x's new part (found by TestBalanceCrashProperties).
-func (n *Node) tookOverTo(x, pred overlay.Peer) bool {
+// succMovedUp checks an answer of x, the successor, whose predecessor is now pred: if x's
+// start moved up since this node last knew it and x names this node (or no node) as its
+// predecessor, the part between belonged to a node that died and is nobody's; it is taken over.
+// That node was the dead one before x whose range a take-over ended at x's stale start (a NIX
+// from x to it: 20% of 500 nodes crashing, seed 73, where a migrant's leave then never started,
+// its piece not adjoining its predecessor's range), or a joiner below x that crashed after
+// acknowledging its piece (x's start had moved; found by TestBalanceCrashProperties). Nothing is
+// taken while x names another predecessor (a live one is re-admitted as an intruder; a dead
+// one, not yet found dead by x, once x drops it), nor while the two exchange a piece, nor from
+// an answer older than x's descriptor here: sent before a handoff between the two moved x's
+// start, it would claim x's new part.
+func (n *Node) succMovedUp(x, pred overlay.Peer) {
 	s := n.levels[0].succ
-	if x.ID != n.maintain.tookOver.ID {
-		return true // the successor changed since
+	if x.Version <= s.Version || x.Start == s.Start || !(pred.IsZero() || pred.ID == n.self.ID) ||
+		n.in != nil && n.in.from.ID == x.ID || n.out != nil && n.out.to.ID == x.ID ||
+		!overlay.StrictlyBetween(s.Start, x.Start, n.self.Start) {
+		return
 	}
-	if x.Version < s.Version || !(pred.IsZero() || pred.ID == n.self.ID) ||
-		n.in != nil && n.in.from.ID == x.ID || n.out != nil && n.out.to.ID == x.ID {
-		return false
-	}
-	if x.Start != s.Start && overlay.StrictlyBetween(s.Start, x.Start, n.self.Start) {
-		n.takeOverUpTo(x)
-	}
-	return true
+	n.takeOverUpTo(x)
 }
 
 // takeOverUpTo links x, a live node past this range's end with no predecessor but this node, as

@@ -529,10 +529,10 @@ func TestTakeOverReachesTheSuccessorsStartAsItIsNow(t *testing.T) {
 	}
 }
 
-// TestAnswerFromBeforeAHandoffClaimsNothing: after a take-over a keeps reading its successor's
-// answers for a start that moved up (tookOverTo); an answer c sent before a's NIX to it moved its
-// start down arrives after the handoff, naming c's old start. It is older than what a knows of
-// c, and a must not take [1500, 2000) back over: that left a holding an item of c's range (a
+// TestAnswerFromBeforeAHandoffClaimsNothing: a node reads its successor's answers for a start
+// that moved up from under a dead node (succMovedUp); an answer c sent before a's NIX to it moved
+// its start down arrives after the handoff, naming c's old start. It is older than what a knows
+// of c, and a must not take [1500, 2000) back over: that left a holding an item of c's range (a
 // random case of TestBalanceCrashProperties).
 func TestAnswerFromBeforeAHandoffClaimsNothing(t *testing.T) {
 	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
@@ -545,7 +545,6 @@ func TestAnswerFromBeforeAHandoffClaimsNothing(t *testing.T) {
 	if want := (overlay.Range{Start: "", End: k(1500)}); a.Range() != want {
 		t.Fatalf("a owns %s after its NIX to c, want %s", a.Range(), want)
 	}
-	a.maintain.tookOver = c.Self()
 	seq := a.ping(c.Self(), 0, false)
 	a.onPong(before, &pb.Pong{Seq: seq, Pred: a.Self().ToPB()})
 	if want := (overlay.Range{Start: "", End: k(1500)}); a.Range() != want {
@@ -787,5 +786,33 @@ func TestNodeLinkedAboveBoundsATakeOver(t *testing.T) {
 	a.peerFailed("b")
 	if want := (overlay.Range{Start: "", End: k(2000)}); a.Range() != want || a.levels[0].succ.ID != "x" {
 		t.Fatalf("a owns %s and links to %s, want %s and x", a.Range(), a.levels[0].succ.ID, want)
+	}
+}
+
+// TestJoinerCrashedAfterItsPieceIsNobodys: b migrates below d, acknowledges its piece [3000,
+// 3500) and crashes before its join is linked: d's start has moved up to 3500, and c, which never
+// heard of b, links to d at 3000. Once d has found b dead and names c as its predecessor, c takes
+// the piece over (reported lost) rather than leave it to nobody (a random case of
+// TestBalanceCrashProperties: the keys of the piece went on answering "no owner" for good).
+func TestJoinerCrashedAfterItsPieceIsNobodys(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	c, d := nw.nodes["c"], nw.nodes["d"]
+	if err := nw.nodes["b"].Migrate("d", k(3500), true); err != nil {
+		t.Fatal(err)
+	}
+	for d.Self().Start != k(3500) {
+		if !nw.step() {
+			t.Fatal("d never handed b its piece")
+		}
+	}
+	nw.crash("b")
+	nw.advance(3 * time.Minute)
+	nw.checkRing()
+	nw.checkLevels()
+	if want := (overlay.Range{Start: k(2000), End: k(3500)}); c.Range() != want {
+		t.Fatalf("c owns %s, want %s", c.Range(), want)
+	}
+	if lost := nw.envs["c"].eventsOf(overlay.EventRangeLost); len(lost) != 1 || lost[0].Range != (overlay.Range{Start: k(3000), End: k(3500)}) {
+		t.Fatalf("c reported %+v lost, want b's piece", lost)
 	}
 }
