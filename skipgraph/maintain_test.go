@@ -816,3 +816,40 @@ func TestJoinerCrashedAfterItsPieceIsNobodys(t *testing.T) {
 		t.Fatalf("c reported %+v lost, want b's piece", lost)
 	}
 }
+
+// TestMigrantSkipsItselfInItsGiversList: b migrates from after d to just above c; c's successor
+// list, handed to b, names b — as it asked to join — right after d. Read as the list wrapping around to
+// b, it cut b's list to d alone, and when d crashed b's take-over fell back to whatever node it
+// linked to clockwise, over live ranges (a random case of TestBalanceCrashProperties). b's list
+// goes on past its old place, and the take-over stops at e.
+func TestMigrantSkipsItselfInItsGiversList(t *testing.T) {
+	nw := ringOf(t, placed{"a", 0}, placed{"c", 1000}, placed{"d", 2000}, placed{"b", 3000}, placed{"e", 4000})
+	b, c := nw.nodes["b"], nw.nodes["c"]
+	nw.advance(time.Minute)
+	before := b.Self().Incarnation
+	if err := b.Migrate("c", k(1500), false); err != nil {
+		t.Fatal(err)
+	}
+	for b.Self().Incarnation == before {
+		if !nw.step() {
+			t.Fatal("b never left its old place")
+		}
+	}
+	// c's list as in the case: it names b, as b asked to join (no start yet: placeInSuccList put
+	// that where the empty start lies), right after d.
+	c.succList = []overlay.Peer{nw.nodes["d"].Self(), b.Self(), nw.nodes["e"].Self(), nw.nodes["a"].Self()}
+	// d crashes as soon as b has taken its place, before b hears from it.
+	for !(b.Owns() && b.Range() == overlay.Range{Start: k(1500), End: k(2000)}) {
+		if !nw.step() {
+			t.Fatalf("b never took its new place (owns %s)", b.Range())
+		}
+	}
+	if len(b.succList) < 2 || b.succList[1].ID != "e" {
+		t.Fatalf("b's successor list after its migration: %v, want d, e, …", b.succList)
+	}
+	nw.crash("d")
+	b.peerFailed("d")
+	if want := (overlay.Range{Start: k(1500), End: k(4000)}); b.Range() != want {
+		t.Fatalf("b owns %s after d crashed, want %s", b.Range(), want)
+	}
+}

@@ -286,7 +286,7 @@ func (n *Node) joined(x *inXfer) {
 			pred = overlay.Peer{}
 		}
 		n.levels = []link{{pred: pred, succ: giver}}
-		n.succList = n.trimSuccList(x.succList)
+		n.succList = n.handedList(x.succList)
 		if !pred.IsZero() && pred.ID != giver.ID {
 			n.updateNeighbor(pred.ID, 0, pb.Side_SIDE_SUCC, n.self, x.from.ID, cause)
 		}
@@ -325,7 +325,7 @@ func (n *Node) joined(x *inXfer) {
 			succ = x.from
 		}
 		n.levels = []link{{pred: x.from, succ: succ}}
-		n.succList = n.trimSuccList(succList)
+		n.succList = n.handedList(succList)
 		if succ.ID != x.from.ID {
 			expect := x.from.ID // the giver, whose successor it was
 			if !formerSelf.IsZero() {
@@ -503,6 +503,17 @@ func (n *Node) onLingerEnd() {
 	n.levels = nil
 	n.succList = nil
 	n.env.Report(overlay.Event{Kind: overlay.EventLeft})
+}
+
+// handedList is the successor list a joiner takes from its giver's: entries naming the joiner
+// — its former incarnation at its old place, or the descriptor it asked to join with — are
+// dropped rather than read as the list wrapping around to it (trimSuccList), since the giver
+// listed them before the joiner took its place and the nodes after them are its successors.
+// Cutting the list there left a migrant whose successor then crashed with no live successor
+// listed, and the take-over fell back to a node far round the circle, over live ranges (a
+// random case of TestBalanceCrashProperties).
+func (n *Node) handedList(list []overlay.Peer) []overlay.Peer {
+	return n.trimSuccList(slices.DeleteFunc(slices.Clone(list), func(p overlay.Peer) bool { return p.ID == n.self.ID }))
 }
 
 // trimSuccList drops this node and repeats from a successor list and bounds its length.
