@@ -70,7 +70,7 @@ func (n *Node) GiveNIX(toSucc bool, split overlay.Key, cause pb.Cause, done func
 	x.onFlip = func() {
 		if toSucc {
 			// The successor's start moves down to split: learn it as if it had told us.
-			n.learn(to.WithStart(split, to.Version+1))
+			n.learn(to.WithStart(split, to.Version+1), true)
 			return
 		}
 		n.self = n.self.WithStart(split, n.self.Version+1)

@@ -826,12 +826,15 @@ type strangerCheck struct {
 // link may be stale — the successor migrated (a graceful leave to its predecessor, then a join
 // elsewhere) and the node that leaves next to it told this one of it before learning who
 // joined between them — and then a live node holds that range. The next successor knows its
-// predecessor; it is asked first (strangerChecked).
-func (n *Node) strangerSeen(p overlay.Peer) {
+// predecessor; it is asked first (strangerChecked). placed is learn's: only a node that holds
+// its place is put in the successor list (placeInSuccList).
+func (n *Node) strangerSeen(p overlay.Peer, placed bool) {
 	succ := n.levels[0].succ
 	if succ.ID != p.ID || succ.Incarnation == p.Incarnation || succ.ID == n.self.ID {
 		n.linksFailed(p.ID, p.Incarnation)
-		n.placeInSuccList(p)
+		if placed {
+			n.placeInSuccList(p)
+		}
 		return
 	}
 	c := n.maintain.stranger

@@ -359,7 +359,7 @@ func TestStrangerFurtherOnIsNotAStartMove(t *testing.T) {
 	again = again.WithStart(k(3500), again.Version+1)
 	again.Incarnation = again.Incarnation + 2
 	a.succList = []overlay.Peer{nw.nodes["c"].Self()} // as after a leave handed over a stale list
-	a.learn(again)
+	a.learn(again, true)
 	if c := a.maintain.stranger; c.gone != again.ID || c.keep != again.Incarnation {
 		t.Fatalf("a took b's new incarnation for a start move (check under way: %+v)", c)
 	}
@@ -851,5 +851,38 @@ func TestMigrantSkipsItselfInItsGiversList(t *testing.T) {
 	b.peerFailed("d")
 	if want := (overlay.Range{Start: k(1500), End: k(4000)}); b.Range() != want {
 		t.Fatalf("b owns %s after d crashed, want %s", b.Range(), want)
+	}
+}
+
+// TestJoinerNotPlacedInItsGiversList: the descriptor a joiner asks to join with has no start
+// yet; a giver that placed it in its successor list where that empty start lies (between e and
+// the node after the seam here) handed the joiner a list naming itself, and a node before which it joined took it for
+// a successor far round the circle (random cases of TestBalanceCrashProperties).
+func TestJoinerNotPlacedInItsGiversList(t *testing.T) {
+	nw := ringOf(t, placed{"a", 0}, placed{"c", 1000}, placed{"d", 2000}, placed{"b", 3000}, placed{"e", 4000})
+	b, c := nw.nodes["b"], nw.nodes["c"]
+	nw.advance(time.Minute)
+	old := b.Self()
+	if err := b.Migrate("c", k(1500), false); err != nil {
+		t.Fatal(err)
+	}
+	for b.Self().Incarnation == old.Incarnation {
+		if !nw.step() {
+			t.Fatal("b never left its old place")
+		}
+	}
+	// c still lists b at its old place when b's join request comes, and the node after e starts
+	// past the lowest key (as in the case: there, the range across the seam was one node's).
+	after := nw.nodes["a"].Self().WithStart(k(500), nw.nodes["a"].Self().Version)
+	c.succList = []overlay.Peer{nw.nodes["d"].Self(), old, nw.nodes["e"].Self(), after}
+	for c.out == nil {
+		if !nw.step() {
+			t.Fatal("c never handed b its piece")
+		}
+	}
+	for _, p := range c.succList {
+		if p.ID == "b" {
+			t.Fatalf("c lists the joiner b at %q before it joined: %v", p.Start, c.succList)
+		}
 	}
 }

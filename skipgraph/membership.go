@@ -168,7 +168,7 @@ func (n *Node) onJoinRequest(j *pb.JoinRequest) {
 		return
 	}
 	// A joiner that restarted must not find its former self among the neighbours it is given.
-	n.learn(joiner)
+	n.learn(joiner, false)
 	mine := n.Range()
 	var split overlay.Key
 	var err error

@@ -329,7 +329,7 @@ func (n *Node) Accept(from overlay.NodeID, m *pb.Envelope) (overlay.Peer, bool) 
 	sender := n.senders.decode(m.From)
 	n.handling = m.Cause
 	n.observeClock(m.Clock)
-	n.learn(sender)
+	n.learn(sender, !n.fromJoiner(sender, m))
 	n.maintain.heardFrom(sender, n.env.Now())
 	if !n.isSelf(sender) {
 		n.heardAny = n.env.Now()
@@ -338,6 +338,17 @@ func (n *Node) Accept(from overlay.NodeID, m *pb.Envelope) (overlay.Peer, bool) 
 		n.predHeard, n.predHeardID = n.env.Now(), sender.ID
 	}
 	return sender, true
+}
+
+// fromJoiner reports whether m comes from a node that does not hold a place yet: one asking to
+// join, or the receiver of a join this node is handing a piece.
+func (n *Node) fromJoiner(sender overlay.Peer, m *pb.Envelope) bool {
+	if m.GetJoinRequest() != nil {
+		return true
+	}
+	x := n.out
+	return x != nil && x.to.ID == sender.ID &&
+		(x.kind == pb.HandoffKind_HANDOFF_JOIN || x.kind == pb.HandoffKind_HANDOFF_JOIN_BELOW)
 }
 
 // Reject counts and reports a message found invalid by a component above the skip graph.
@@ -435,8 +446,10 @@ func (c *senderCache) decode(r *pb.NodeRef) overlay.Peer {
 // learn folds a descriptor just heard from its owner into every record of that node: a fresher
 // start replaces the old one; another incarnation means the node this one linked to restarted
 // without its state, which is handled as a failure (the new incarnation is a stranger until it
-// joins).
-func (n *Node) learn(p overlay.Peer) {
+// joins). placed says the descriptor comes from a node that holds its place in the ring; a
+// joiner's (a join request, or the acknowledgements of the piece it is being given) has no start
+// yet, and must not be put in the successor list where its empty start would lie.
+func (n *Node) learn(p overlay.Peer, placed bool) {
 	if n.isSelf(p) || !n.Owns() {
 		return
 	}
@@ -467,7 +480,7 @@ func (n *Node) learn(p overlay.Peer) {
 		refresh(&n.succList[i])
 	}
 	if stale && p.Incarnation != 0 {
-		n.strangerSeen(p)
+		n.strangerSeen(p, placed)
 	}
 }
 

@@ -227,7 +227,7 @@ func (n *Node) route(m *pb.Envelope, r *pb.Route, onDrop func(pb.Status)) bool {
 // the key, would hold the message, or cannot send it on).
 func (n *Node) TraceHop(r *pb.Route, from overlay.Peer) (overlay.NodeID, bool) {
 	if !from.IsZero() {
-		n.learn(from)
+		n.learn(from, true)
 	}
 	if n.obs != nil && n.Owns() {
 		n.obs.Relayed(r)
