@@ -657,10 +657,18 @@ func TestMigrantHeardAtItsNewPlaceBoundsATakeOver(t *testing.T) {
 	a.succList = []overlay.Peer{nw.nodes["b"].Self(), old, nw.nodes["d"].Self()}
 	a.ping(c.Self(), 0, false)
 	nw.run()
+	checkTakeOverOfB(t, nw, k(1200), "c")
+}
+
+// checkTakeOverOfB crashes b, has a find it dead, and checks that a then owns ["", end) and links
+// to succ.
+func checkTakeOverOfB(t *testing.T, nw *testNet, end overlay.Key, succ overlay.NodeID) {
+	t.Helper()
+	a := nw.nodes["a"]
 	nw.crash("b")
 	a.peerFailed("b")
-	if want := (overlay.Range{Start: "", End: k(1200)}); a.Range() != want || a.levels[0].succ.ID != "c" {
-		t.Fatalf("a owns %s and links to %s, want %s and c", a.Range(), a.levels[0].succ.ID, want)
+	if want := (overlay.Range{Start: "", End: end}); a.Range() != want || a.levels[0].succ.ID != succ {
+		t.Fatalf("a owns %s and links to %s, want %s and %s", a.Range(), a.levels[0].succ.ID, want, succ)
 	}
 }
 
@@ -782,11 +790,7 @@ func TestNodeLinkedAboveBoundsATakeOver(t *testing.T) {
 		a.levels = append(a.levels, link{})
 	}
 	a.levels[1].succ = x
-	nw.crash("b")
-	a.peerFailed("b")
-	if want := (overlay.Range{Start: "", End: k(2000)}); a.Range() != want || a.levels[0].succ.ID != "x" {
-		t.Fatalf("a owns %s and links to %s, want %s and x", a.Range(), a.levels[0].succ.ID, want)
-	}
+	checkTakeOverOfB(t, nw, k(2000), "x")
 }
 
 // TestJoinerCrashedAfterItsPieceIsNobodys: b migrates below d, acknowledges its piece [3000,
