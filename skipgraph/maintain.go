@@ -705,14 +705,16 @@ func (n *Node) linksFailed(id overlay.NodeID, keep uint64) {
 		oldEnd := n.end()
 		adopted, didAdopt := n.adoptFromDead(id)
 		next := n.nextLive(gone)
-		if b := n.joinedBefore(next, oldEnd, gone); !b.IsZero() {
-			next = b
-			n.succList = n.trimSuccList(append([]overlay.Peer{b}, n.succList...))
+		// The take-over stops at a node known to lie before next: named by next when probed,
+		// then one linked on a level above.
+		stopAt := func(b overlay.Peer) {
+			if !b.IsZero() {
+				next = b
+				n.succList = n.trimSuccList(append([]overlay.Peer{b}, n.succList...))
+			}
 		}
-		if b := n.linkedBefore(next, oldEnd, gone); !b.IsZero() {
-			next = b
-			n.succList = n.trimSuccList(append([]overlay.Peer{b}, n.succList...))
-		}
+		stopAt(n.joinedBefore(next, oldEnd, gone))
+		stopAt(n.linkedBefore(next, oldEnd, gone))
 		if next.IsZero() {
 			n.rememberPeers(gone)
 			n.levels = []link{{pred: n.self, succ: n.self}}
