@@ -96,15 +96,14 @@ type maintainState struct {
 	// this node and the successor: pinged, it is re-admitted if it answers (see readmit).
 	intruder    overlay.NodeID
 	intruderSeq uint64
-	// stranger is a check under way before a take-over: the level-0 successor came back as a
-	// new incarnation, and the next live successor was asked for its predecessor (see
-	// strangerSeen).
-	stranger strangerCheck
-	// beyondPreds are the predecessors named by successors past the level-0 successor in
-	// answer to probes sent while the successor was in doubt (probeBeyond, strangerSeen): a
-	// take-over stops at such a node if it lies before the next successor (joinedBefore).
-	// Cleared whenever the successor answers.
-	beyondPreds map[overlay.NodeID]overlay.Peer
+	// takeOver is a check under way before a take-over: the node it would go up to was asked
+	// for its predecessor (see askBeforeTakeOver).
+	takeOver takeOverCheck
+	// beyondPreds are the predecessors named by nodes past the level-0 successor in answer to
+	// probes sent while the successor was in doubt (probeBeyond, strangerSeen) or gone
+	// (askBeforeTakeOver): a take-over stops at such a node if it lies before the node the
+	// take-over would go up to (joinedBefore). Cleared whenever the successor answers.
+	beyondPreds map[overlay.NodeID]beyondAnswer
 	// vouchAsked maps the check_pred pings this node sent to the successor each asked about
 	// (askVouch). Cleared whenever the successor answers.
 	vouchAsked map[uint64]overlay.NodeID
@@ -120,6 +119,13 @@ type maintainState struct {
 	recentNext int
 }
 
+// beyondAnswer is what that incarnation of a node past the successor named as its predecessors:
+// on level 0 first, then on the levels above when its table was asked for.
+type beyondAnswer struct {
+	incarnation uint64
+	preds       []overlay.Peer
+}
+
 // urgentFor is how long, in probe intervals, a node re-scans all its levels every tick after a
 // failure nearby; urgentAfterJoin, after it joined (its climb may have raced others).
 const (
@@ -132,7 +138,7 @@ func (m *maintainState) init() {
 	m.misses = map[overlay.NodeID]int{}
 	m.missedIncarnation = map[overlay.NodeID]uint64{}
 	m.formerCalls = map[overlay.NodeID]int{}
-	m.beyondPreds = map[overlay.NodeID]overlay.Peer{}
+	m.beyondPreds = map[overlay.NodeID]beyondAnswer{}
 	m.vouchAsked = map[uint64]overlay.NodeID{}
 }
 
@@ -361,11 +367,15 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 		clear(n.maintain.beyondPreds)
 		clear(n.maintain.vouchAsked)
 	} else if info.beyond {
-		n.maintain.beyondPreds[from.ID] = overlay.PeerFromPB(p.Pred)
+		a := beyondAnswer{incarnation: from.Incarnation, preds: []overlay.Peer{overlay.PeerFromPB(p.Pred)}}
+		for _, c := range p.Preds[min(1, len(p.Preds)):] {
+			a.preds = append(a.preds, overlay.PeerFromPB(c))
+		}
+		n.maintain.beyondPreds[from.ID] = a
 	}
-	if c := n.maintain.stranger; c.seq != 0 && c.seq == p.Seq {
-		n.maintain.stranger = strangerCheck{}
-		n.strangerChecked(c)
+	if c := n.maintain.takeOver; c.seq != 0 && c.seq == p.Seq {
+		n.maintain.takeOver.seq = 0
+		n.takeOverChecked(c)
 		return
 	}
 	if fromSucc {
@@ -528,10 +538,10 @@ func (n *Node) onPingTimeout(seq uint64) {
 	if info.vouchFor != "" {
 		return // a ping asked for by another node: its silence is that node's to judge
 	}
-	if c := n.maintain.stranger; c.seq != 0 && c.seq == seq {
-		// The next successor did not answer either: take the range over as before the check.
-		n.maintain.stranger = strangerCheck{}
-		n.strangerChecked(c)
+	if c := n.maintain.takeOver; c.seq != 0 && c.seq == seq {
+		// The node asked did not answer: take the range over as without the check.
+		n.maintain.takeOver.seq = 0
+		n.takeOverChecked(c)
 		return
 	}
 	if lk := n.levels[0]; (lk.succ.ID == info.peer && lk.succ.Incarnation != info.incarnation) ||
@@ -703,7 +713,6 @@ func (n *Node) linksFailed(id overlay.NodeID, keep uint64) {
 	n.succList = list
 	if dead := n.levels[0].succ; gone(dead) {
 		oldEnd := n.end()
-		adopted, didAdopt := n.adoptFromDead(id)
 		next := n.nextLive(gone)
 		// The take-over stops at a node known to lie before next: named by next when probed,
 		// then one linked on a level above.
@@ -715,6 +724,11 @@ func (n *Node) linksFailed(id overlay.NodeID, keep uint64) {
 		}
 		stopAt(n.joinedBefore(next, oldEnd, gone))
 		stopAt(n.linkedBefore(next, oldEnd, gone))
+		if n.askBeforeTakeOver(id, keep, next, oldEnd) {
+			n.urgent(urgentFor)
+			return
+		}
+		adopted, didAdopt := n.adoptFromDead(id)
 		if next.IsZero() {
 			n.rememberPeers(gone)
 			n.levels = []link{{pred: n.self, succ: n.self}}
@@ -815,12 +829,43 @@ func (n *Node) takeOverUpTo(x overlay.Peer) {
 	n.urgent(urgentFor)
 }
 
-// strangerCheck is a take-over put off until the next successor has answered: gone came back
-// as incarnation keep, and seq is the ping to the node after it.
-type strangerCheck struct {
-	gone overlay.NodeID
-	keep uint64
-	seq  uint64
+// takeOverCheck is a take-over of the range of gone, the level-0 successor, put off until
+// asked, the node it would go up to, has said who its predecessor is: keep is the incarnation
+// of gone's name that is alive (0: none), seq the ping to asked — 0 once it was answered or
+// timed out.
+type takeOverCheck struct {
+	gone  overlay.Peer
+	keep  uint64
+	asked overlay.Peer
+	seq   uint64
+}
+
+// askBeforeTakeOver reports whether the take-over of the range of gone (incarnation keep of it
+// alive, 0: none), the level-0 successor, up to next must wait for next's word: no probe of
+// next has answered since the successor last did, so a node may lie between this range's end
+// and next unheard here. Next is then asked for its predecessor, and the take-over is made
+// when it answers (joinedBefore stops it at that node) or once the ask times out. Found by
+// TestBalanceCrashProperties, both ways over a live node's range: the successor list ran out
+// (four successors gone at once) and next was only the nearest node linked clockwise, past a
+// node that had joined below it; and next was a migrant placed in the list at its new place
+// (placeInSuccList), whose predecessor there — a node whose join the crashed successor had
+// committed a second before — nobody here had heard of. Probes sent while the successor was in
+// doubt (probeBeyond) answer for the nodes listed, so a single crash is taken over at once.
+func (n *Node) askBeforeTakeOver(gone overlay.NodeID, keep uint64, next overlay.Peer, end overlay.Key) bool {
+	if next.IsZero() || next.ID == n.self.ID || next.Start == end {
+		return false
+	}
+	if a, ok := n.maintain.beyondPreds[next.ID]; ok && a.incarnation == next.Incarnation {
+		return false
+	}
+	c := n.maintain.takeOver
+	if n.isSucc(c.gone) && c.keep == keep && c.asked.ID == next.ID && c.asked.Incarnation == next.Incarnation {
+		_, asking := n.maintain.pings[c.seq]
+		return asking // asked already: answered, or silent, it is taken over as without the check
+	}
+	seq := n.sendBeyond(next, &pb.Ping{Level: 0, Table: true})
+	n.maintain.takeOver = takeOverCheck{gone: n.levels[0].succ, keep: keep, asked: next, seq: seq}
+	return true
 }
 
 // strangerSeen handles a node that answers as a new incarnation of one this node links to: the
@@ -839,8 +884,8 @@ func (n *Node) strangerSeen(p overlay.Peer, placed bool) {
 		}
 		return
 	}
-	c := n.maintain.stranger
-	if _, asking := n.maintain.pings[c.seq]; asking && c.gone == p.ID && c.keep == p.Incarnation {
+	c := n.maintain.takeOver
+	if _, asking := n.maintain.pings[c.seq]; asking && n.isSucc(c.gone) && c.keep == p.Incarnation {
 		return
 	}
 	next := n.nextLive(func(q overlay.Peer) bool { return q.ID == p.ID && q.Incarnation != p.Incarnation })
@@ -848,7 +893,7 @@ func (n *Node) strangerSeen(p overlay.Peer, placed bool) {
 		n.linksFailed(p.ID, p.Incarnation)
 		return
 	}
-	n.maintain.stranger = strangerCheck{gone: p.ID, keep: p.Incarnation, seq: n.pingBeyond(next)}
+	n.maintain.takeOver = takeOverCheck{gone: succ, keep: p.Incarnation, asked: next, seq: n.pingBeyond(next)}
 }
 
 // placeInSuccList puts p, a node just heard from as a new incarnation of one this node listed
@@ -870,35 +915,54 @@ func (n *Node) placeInSuccList(p overlay.Peer) {
 	}
 }
 
-// strangerChecked ends the check of strangerSeen, answered or not: the range is taken over
-// up to the next successor or to the node it named as its predecessor (joinedBefore). Not while
-// this node hands the stranger a piece: it is joining again next to this node, and takes its
-// former range with the piece (joined); if the handoff fails, its next message starts a check.
-func (n *Node) strangerChecked(c strangerCheck) {
-	if x := n.out; x != nil && x.to.ID == c.gone {
+// takeOverChecked ends a take-over check (askBeforeTakeOver, strangerSeen), answered or not:
+// the range is taken over up to the node asked or to the node it named as its predecessor
+// (joinedBefore). Not while this node hands a stranger a piece: it is joining again next to
+// this node, and takes its former range with the piece (joined); if the handoff fails, its
+// next message starts a check.
+func (n *Node) takeOverChecked(c takeOverCheck) {
+	if x := n.out; x != nil && x.to.ID == c.gone.ID {
 		return
 	}
-	if succ := n.levels[0].succ; succ.ID == c.gone && succ.Incarnation != c.keep {
-		n.linksFailed(c.gone, c.keep)
+	if n.isSucc(c.gone) {
+		n.linksFailed(c.gone.ID, c.keep)
 	}
 }
 
-// joinedBefore returns the node that next, answering a probe, named as its predecessor when
-// that node lies from end (where this range ends) to next: alive a moment ago and unknown to
-// this node, it holds part of what a take-over up to next would claim — it joined below next
-// unheard, or took the gone successor's range when this node's link to it was stale. The
-// take-over then stops at it (nothing is taken when it starts at end). A zero Peer otherwise,
-// and when next starts at end: then nothing lies between.
+// joinedBefore returns the node nearest to end among those that next, answering a probe, named
+// as its predecessors (on level 0, and on every level when asked for its table) that lie from
+// end (where this range ends) to next: alive a moment ago and unknown to this node, it holds
+// part of what a take-over up to next would claim — it joined below next unheard, or took the
+// gone successor's range when this node's link to it was stale. The take-over then stops at it
+// (nothing is taken when it starts at end), and asks it in turn (askBeforeTakeOver): with many
+// nodes unheard in between, the levels above reach the first of them in a logarithmic number
+// of asks. A zero Peer otherwise, and when next starts at end: then nothing lies between.
 func (n *Node) joinedBefore(next overlay.Peer, end overlay.Key, gone func(overlay.Peer) bool) overlay.Peer {
-	b, ok := n.maintain.beyondPreds[next.ID]
-	if !ok || next.IsZero() || b.IsZero() || b.ID == n.self.ID || b.ID == next.ID || gone(b) {
+	a, ok := n.maintain.beyondPreds[next.ID]
+	if !ok || a.incarnation != next.Incarnation {
 		return overlay.Peer{}
 	}
-	// With next starting at end there is no gap (Between would read (end, end) as a full turn).
-	if next.Start == end || b.Start != end && !overlay.StrictlyBetween(end, b.Start, next.Start) {
-		return overlay.Peer{}
+	return n.nearestFrom(end, next, a.preds, gone)
+}
+
+// nearestFrom returns the one of candidates nearest to end that lies from end up to (not
+// including) next, leaving out this node, next and the gone ones; a zero Peer when none does,
+// and when next starts at end (Between would read the empty interval (end, end) as a full turn).
+func (n *Node) nearestFrom(end overlay.Key, next overlay.Peer, candidates []overlay.Peer, gone func(overlay.Peer) bool) overlay.Peer {
+	var best overlay.Peer
+	if next.IsZero() || next.Start == end {
+		return best
 	}
-	return b
+	for _, p := range candidates {
+		if p.IsZero() || p.ID == n.self.ID || p.ID == next.ID || gone(p) ||
+			p.Start != end && !overlay.StrictlyBetween(end, p.Start, next.Start) {
+			continue
+		}
+		if best.IsZero() || p.Start == end || best.Start != end && overlay.StrictlyBetween(end, p.Start, best.Start) {
+			best = p
+		}
+	}
+	return best
 }
 
 // linkedBefore returns the node nearest to end among those this node links to on any level that
@@ -912,22 +976,15 @@ func (n *Node) joinedBefore(next overlay.Peer, end overlay.Key, gone func(overla
 // take-over up to it leaves the keys in between to nobody (20% of 500 nodes crashing, seed 73).
 // A zero Peer when there is none, and when next starts at end.
 func (n *Node) linkedBefore(next overlay.Peer, end overlay.Key, gone func(overlay.Peer) bool) overlay.Peer {
-	if next.IsZero() || next.Start == end {
-		return overlay.Peer{}
-	}
-	var best overlay.Peer
+	var linked []overlay.Peer
 	for _, lk := range n.levels[1:] {
 		for _, p := range []overlay.Peer{lk.pred, lk.succ} {
-			if p.IsZero() || p.ID == n.self.ID || p.ID == next.ID || gone(p) || n.listed(p.ID) ||
-				p.Start != end && !overlay.StrictlyBetween(end, p.Start, next.Start) {
-				continue
-			}
-			if best.IsZero() || p.Start == end || best.Start != end && overlay.StrictlyBetween(end, p.Start, best.Start) {
-				best = p
+			if !n.listed(p.ID) {
+				linked = append(linked, p)
 			}
 		}
 	}
-	return best
+	return n.nearestFrom(end, next, linked, gone)
 }
 
 // listed reports whether a node of that name is in the successor list.
@@ -1336,6 +1393,15 @@ func (n *Node) onNeighborUpdate(from overlay.Peer, u *pb.NeighborUpdate) {
 			n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: from.ID, Detail: "refused level-0 successor update"})
 			return
 		}
+	case l == 0 && u.Side == pb.Side_SIDE_PRED && u.AfterFailure && expected && n.predHeardLately():
+		// The node that took our predecessor for dead is wrong, or has it from a path that loses
+		// messages: our predecessor spoke a moment ago. Our answers go on naming it, so that the
+		// sender checks it as an intruder and re-admits it. Taken at its word, a node that had
+		// been cut off, still not hearing one neighbour, was linked in here over that live
+		// node, and then confirmed by us while it still covered it
+		// (TestReturningNodeNotConfirmedOverLiveNodes).
+		n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: from.ID, Detail: "refused a failure report of a predecessor heard lately"})
+		return
 	case expected || cur.IsZero():
 	case u.Side == pb.Side_SIDE_PRED && overlay.StrictlyBetween(cur.Start, node.Start, n.self.Start):
 	case u.Side == pb.Side_SIDE_SUCC && overlay.StrictlyBetween(n.self.Start, node.Start, cur.Start):

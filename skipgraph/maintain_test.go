@@ -360,7 +360,7 @@ func TestStrangerFurtherOnIsNotAStartMove(t *testing.T) {
 	again.Incarnation = again.Incarnation + 2
 	a.succList = []overlay.Peer{nw.nodes["c"].Self()} // as after a leave handed over a stale list
 	a.learn(again, true)
-	if c := a.maintain.stranger; c.gone != again.ID || c.keep != again.Incarnation {
+	if c := a.maintain.takeOver; c.gone.ID != again.ID || c.keep != again.Incarnation {
 		t.Fatalf("a took b's new incarnation for a start move (check under way: %+v)", c)
 	}
 }
@@ -388,7 +388,8 @@ func ringOf(t *testing.T, nodes ...placed) *testNet {
 // TestTakeOverOfManyLiveNodesSettledQuickly: after a mass crash a node may take over a range that
 // many live nodes answer from — migrants that joined there unseen by it. a's successor list and
 // links skip the 24 nodes c00…c23 that joined between b and z; b crashes, and a takes b's range over up to
-// what it knows. Settling with those nodes one per probe interval (each found by the successor's
+// what it knows (its messages are lost until then, so that it cannot ask z for its predecessors
+// first: TestTakeOverWalksDownToTheFirstUnheardNode). Settling with those nodes one per probe interval (each found by the successor's
 // next pong) took 24 intervals, longer than a node waiting for its neighbours' word waits; now
 // each settled node's predecessors are checked at once, on every level, so the ring is whole a
 // few intervals after the take-over. An item a holds inside c10's range reaches c10: a skips
@@ -406,11 +407,13 @@ func TestTakeOverOfManyLiveNodesSettledQuickly(t *testing.T) {
 	// the take-over, which settles within a probe interval here: messages take no time).
 	_ = a.Store().Put(k(2410), []byte("written during the take-over"))
 	nw.crash("b")
+	nw.drop = func(s sentMsg) bool { return s.from == "a" }
 	tookOver := time.Time{}
 	for range 60 {
 		nw.advance(nw.cfg.ProbeInterval)
 		if tookOver.IsZero() && a.Stats.RangesLost > 0 {
 			tookOver = nw.clock.now
+			nw.drop = nil
 		}
 		if a.Range() == (overlay.Range{Start: "", End: k(2000)}) {
 			break
@@ -434,6 +437,39 @@ func TestTakeOverOfManyLiveNodesSettledQuickly(t *testing.T) {
 	if n, _ := a.Store().Count(overlay.Range{Start: k(2000), End: ""}); n != 0 {
 		t.Errorf("a still holds %d items outside its range", n)
 	}
+}
+
+// TestTakeOverWalksDownToTheFirstUnheardNode: as in the test above, 24 nodes joined between b
+// and z unheard by a; b crashes. Before taking b's range over up to z, a asks z for its
+// predecessors, and then the nearest of them to b's start, and so on (askBeforeTakeOver): a
+// takes over only up to c00, never covering a live node's range, and the levels above bring it
+// there in fewer asks than there are nodes.
+func TestTakeOverWalksDownToTheFirstUnheardNode(t *testing.T) {
+	nodes := []placed{{"a", 0}, {"b", 1000}, {"z", 3000}}
+	for i := range 24 {
+		nodes = append(nodes, placed{overlay.NodeID(fmt.Sprintf("c%02d", i)), 2000 + 40*i})
+	}
+	nw := ringOf(t, nodes...)
+	a, z := nw.nodes["a"], nw.nodes["z"]
+	a.succList = []overlay.Peer{a.levels[0].succ, z.Self()}
+	a.levels = a.levels[:1]
+	nw.crash("b")
+	asks := 0
+	nw.drop = func(s sentMsg) bool {
+		if p := s.m.GetPing(); s.from == "a" && p != nil && p.Table && s.to != "b" && a.levels[0].succ.ID == "b" {
+			asks++
+		}
+		return false
+	}
+	nw.advanceWith(time.Minute, nw.checkNoOverlap)
+	if want := (overlay.Range{Start: "", End: k(2000)}); a.Range() != want || a.levels[0].succ.ID != "c00" {
+		t.Fatalf("a owns %s and links to %s, want %s and c00", a.Range(), a.levels[0].succ.ID, want)
+	}
+	if asks == 0 || asks >= 24 {
+		t.Errorf("a asked %d times before taking b's range over; want more than none, fewer than the 24 nodes in between", asks)
+	}
+	nw.checkRing()
+	nw.checkLevels()
 }
 
 // TestNextIntruderSkipsOnlyPartsWithoutItems: after settling with x, a node checks next the one
@@ -538,8 +574,7 @@ func TestAnswerFromBeforeAHandoffClaimsNothing(t *testing.T) {
 	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
 	a, c := nw.nodes["a"], nw.nodes["c"]
 	nw.crash("b")
-	a.peerFailed("b")
-	nw.run()
+	nw.advance(time.Minute) // a finds b dead and takes its range over
 	before := c.Self()
 	nw.nix(t, "a", true, k(1500))
 	if want := (overlay.Range{Start: "", End: k(1500)}); a.Range() != want {
@@ -604,7 +639,7 @@ func TestStaleLinkFailedWithNoGapBeforeTheNextNode(t *testing.T) {
 	a, b := nw.nodes["a"], nw.nodes["b"]
 	ghost := overlay.Peer{ID: "ghost", Start: k(1000), Incarnation: 7}
 	a.levels[0].succ, a.succList = ghost, []overlay.Peer{ghost, b.Self()}
-	a.maintain.beyondPreds[b.Self().ID] = nw.nodes["d"].Self()
+	a.maintain.beyondPreds[b.Self().ID] = beyondAnswer{incarnation: b.Self().Incarnation, preds: []overlay.Peer{nw.nodes["d"].Self()}}
 	a.peerFailed("ghost")
 	if a.Stats.RangesLost != 0 || a.levels[0].succ.ID != "b" {
 		t.Fatalf("a took over %d ranges and links to %s; b holds the range from a's end", a.Stats.RangesLost, a.levels[0].succ.ID)
@@ -660,13 +695,16 @@ func TestMigrantHeardAtItsNewPlaceBoundsATakeOver(t *testing.T) {
 	checkTakeOverOfB(t, nw, k(1200), "c")
 }
 
-// checkTakeOverOfB crashes b, has a find it dead, and checks that a then owns ["", end) and links
-// to succ.
+// checkTakeOverOfB crashes b, has a find it dead, and checks that no two live nodes' ranges
+// overlap meanwhile and that a then owns ["", end) and links to succ (after asking the node the
+// take-over goes up to for its predecessor when no probe of it has answered: askBeforeTakeOver).
 func checkTakeOverOfB(t *testing.T, nw *testNet, end overlay.Key, succ overlay.NodeID) {
 	t.Helper()
 	a := nw.nodes["a"]
 	nw.crash("b")
 	a.peerFailed("b")
+	nw.checkNoOverlap("after a found b dead")
+	nw.runChecked(nw.checkNoOverlap)
 	if want := (overlay.Range{Start: "", End: end}); a.Range() != want || a.levels[0].succ.ID != succ {
 		t.Fatalf("a owns %s and links to %s, want %s and %s", a.Range(), a.levels[0].succ.ID, want, succ)
 	}
@@ -793,6 +831,32 @@ func TestNodeLinkedAboveBoundsATakeOver(t *testing.T) {
 	checkTakeOverOfB(t, nw, k(2000), "x")
 }
 
+// TestFallbackAsksForThePredecessor: a's successor list names only b, and when b crashes the
+// take-over falls back to the nearest node a links to clockwise, d, on a level above. x joined
+// below d unheard by a; a asks d for its predecessor first and takes b's range over only up to
+// x (a random case of TestBalanceCrashProperties: four successors gone at once, and the
+// fallback went over a live joiner's range).
+func TestFallbackAsksForThePredecessor(t *testing.T) {
+	nw := ringOf(t, placed{"a", 0}, placed{"b", 1000}, placed{"x", 2000}, placed{"d", 3000}, placed{"e", 4000})
+	a := nw.nodes["a"]
+	a.succList = []overlay.Peer{nw.nodes["b"].Self()}
+	a.levels = append(a.levels[:1], link{pred: nw.nodes["e"].Self(), succ: nw.nodes["d"].Self()})
+	checkTakeOverOfB(t, nw, k(2000), "x")
+}
+
+// TestUnprobedSuccessorAskedForThePredecessor: a lists c after b, but x joined between them
+// (b committed its join just before it crashed), and no probe of c has answered since: a asks c
+// for its predecessor first and takes b's range over only up to x (a random case of
+// TestBalanceCrashProperties: c was a migrant that a placed in its list at its new place, after
+// its probes past b had gone out).
+func TestUnprobedSuccessorAskedForThePredecessor(t *testing.T) {
+	nw := ringOf(t, placed{"a", 0}, placed{"b", 1000}, placed{"x", 1200}, placed{"c", 1500}, placed{"d", 3000})
+	a := nw.nodes["a"]
+	a.succList = []overlay.Peer{nw.nodes["b"].Self(), nw.nodes["c"].Self(), nw.nodes["d"].Self()}
+	a.levels = a.levels[:1]
+	checkTakeOverOfB(t, nw, k(1200), "x")
+}
+
 // TestJoinerCrashedAfterItsPieceIsNobodys: b migrates below d, acknowledges its piece [3000,
 // 3500) and crashes before its join is linked: d's start has moved up to 3500, and c, which never
 // heard of b, links to d at 3000. Once d has found b dead and names c as its predecessor, c takes
@@ -853,6 +917,7 @@ func TestMigrantSkipsItselfInItsGiversList(t *testing.T) {
 	}
 	nw.crash("d")
 	b.peerFailed("d")
+	nw.run()
 	if want := (overlay.Range{Start: k(1500), End: k(4000)}); b.Range() != want {
 		t.Fatalf("b owns %s after d crashed, want %s", b.Range(), want)
 	}

@@ -116,6 +116,13 @@ func (n *Node) mayBeReplaced() bool {
 	return true
 }
 
+// predHeardLately reports whether the level-0 predecessor was heard from within the last probe
+// interval, in which it pings this node once: it was alive after any node found it dead.
+func (n *Node) predHeardLately() bool {
+	pred := n.levels[0].pred
+	return !pred.IsZero() && pred.ID == n.predHeardID && n.env.Now().Sub(n.predHeard) < n.cfg.ProbeInterval
+}
+
 // unconfirmed reports whether the node waits for its neighbours' confirmation. Its copies may
 // be stale meanwhile, so it gives none of them away: no NIX, no leave, no re-admission push.
 func (n *Node) unconfirmed() bool { return !n.unconfirmedSince.IsZero() }

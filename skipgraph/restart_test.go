@@ -460,6 +460,27 @@ func TestReturningNodeNotConfirmedOverLiveNodes(t *testing.T) {
 	nw.checkAllValues(t, want)
 }
 
+// TestLivePredecessorKeptAgainstAFailureReport: a tells c that b, c's predecessor, failed and
+// that a now comes before c. b pinged c a moment ago, so c keeps b (a checks b as an intruder
+// once c's answers name it); once b has been silent for a probe interval, c takes a's word.
+func TestLivePredecessorKeptAgainstAFailureReport(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	a, c := nw.nodes["a"], nw.nodes["c"]
+	nw.advance(nw.cfg.ProbeInterval) // b pings c, its successor, once an interval
+	a.failureUpdate("c", 0, pb.Side_SIDE_PRED, a.Self(), "b")
+	nw.run()
+	if pred := c.levels[0].pred; pred.ID != "b" {
+		t.Fatalf("c took %s for its predecessor while b was heard from lately", pred.ID)
+	}
+	nw.crash("b")
+	nw.advance(nw.cfg.ProbeInterval + time.Second)
+	a.failureUpdate("c", 0, pb.Side_SIDE_PRED, a.Self(), "b")
+	nw.run()
+	if pred := c.levels[0].pred; pred.ID != "a" {
+		t.Fatalf("b has been silent for an interval and c keeps %s for its predecessor, want a", pred.ID)
+	}
+}
+
 // TestNoPredecessorIsNotASilentOne: a node that joined again forgets what it heard in its former
 // place (becomeNew); if its predecessor link is empty too (the predecessor it was handed died and
 // it cleared the link), "the predecessor it last heard" and "its predecessor" are both nobody.
