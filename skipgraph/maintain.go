@@ -858,6 +858,13 @@ func (n *Node) askBeforeTakeOver(gone overlay.NodeID, keep uint64, next overlay.
 	if a, ok := n.maintain.beyondPreds[next.ID]; ok && a.incarnation == next.Incarnation {
 		return false
 	}
+	if n.maintain.misses[next.ID] > 0 {
+		// Probed alongside the successor and silent too: an ask would go unanswered. A run of
+		// dead successors is taken over at once (onPingTimeout), not one ask's timeout and
+		// ProbeMisses pings per node (30% of 500 nodes crashing, seed 25: a node walked through
+		// eight dead successors for longer than a waiting node waits, and gave its place up).
+		return false
+	}
 	c := n.maintain.takeOver
 	if n.isSucc(c.gone) && c.keep == keep && c.asked.ID == next.ID && c.asked.Incarnation == next.Incarnation {
 		_, asking := n.maintain.pings[c.seq]

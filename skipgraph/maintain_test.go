@@ -857,6 +857,36 @@ func TestUnprobedSuccessorAskedForThePredecessor(t *testing.T) {
 	checkTakeOverOfB(t, nw, k(1200), "x")
 }
 
+// TestRunOfDeadSuccessorsTakenOverTogether: b, c and d crash together. a probes c and d while b
+// misses pings, finds them silent too, and takes the three ranges over up to e within a probe
+// interval — without asking c, then d, for their predecessors first (askBeforeTakeOver), which
+// took an ask's timeout and more pings per dead node (30% of 500 nodes crashing, seed 25: a node
+// waiting for its neighbours' word walked through eight dead successors, and gave its place up
+// meanwhile).
+func TestRunOfDeadSuccessorsTakenOverTogether(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	a := nw.nodes["a"]
+	for _, id := range []overlay.NodeID{"b", "c", "d"} {
+		nw.crash(id)
+	}
+	want := overlay.Range{Start: "", End: k(4000)}
+	var first, all time.Time
+	nw.advanceWith(time.Minute, func(string) {
+		if first.IsZero() && a.Stats.RangesLost > 0 {
+			first = nw.clock.now
+		}
+		if all.IsZero() && a.Range() == want {
+			all = nw.clock.now
+		}
+	})
+	if a.Range() != want || all.IsZero() {
+		t.Fatalf("a owns %s a minute on, want %s", a.Range(), want)
+	}
+	if took := all.Sub(first); took > nw.cfg.ProbeInterval {
+		t.Errorf("a took %s from its first take-over to the last of the run; want one probe interval at most", took)
+	}
+}
+
 // TestJoinerCrashedAfterItsPieceIsNobodys: b migrates below d, acknowledges its piece [3000,
 // 3500) and crashes before its join is linked: d's start has moved up to 3500, and c, which never
 // heard of b, links to d at 3000. Once d has found b dead and names c as its predecessor, c takes
