@@ -119,11 +119,18 @@ type maintainState struct {
 	recentNext int
 }
 
-// beyondAnswer is what that incarnation of a node past the successor named as its predecessors:
-// on level 0 first, then on the levels above when its table was asked for.
+// beyondAnswer is what a node past the successor, as described by from, named as its
+// predecessors: on level 0 first, then on the levels above when its table was asked for.
 type beyondAnswer struct {
-	incarnation uint64
-	preds       []overlay.Peer
+	from  overlay.Peer
+	preds []overlay.Peer
+}
+
+// answers reports whether the answer speaks for next as this node knows it: the same
+// incarnation, at the same start or a later one. Given before next's start moved (a node joined
+// below it, taking its lower part), it names no node in that part.
+func (a beyondAnswer) answers(next overlay.Peer) bool {
+	return a.from.Incarnation == next.Incarnation && a.from.Version >= next.Version
 }
 
 // urgentFor is how long, in probe intervals, a node re-scans all its levels every tick after a
@@ -367,7 +374,7 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 		clear(n.maintain.beyondPreds)
 		clear(n.maintain.vouchAsked)
 	} else if info.beyond {
-		a := beyondAnswer{incarnation: from.Incarnation, preds: []overlay.Peer{overlay.PeerFromPB(p.Pred)}}
+		a := beyondAnswer{from: from, preds: []overlay.Peer{overlay.PeerFromPB(p.Pred)}}
 		for _, c := range p.Preds[min(1, len(p.Preds)):] {
 			a.preds = append(a.preds, overlay.PeerFromPB(c))
 		}
@@ -855,7 +862,7 @@ func (n *Node) askBeforeTakeOver(gone overlay.NodeID, keep uint64, next overlay.
 	if next.IsZero() || next.ID == n.self.ID || next.Start == end {
 		return false
 	}
-	if a, ok := n.maintain.beyondPreds[next.ID]; ok && a.incarnation == next.Incarnation {
+	if a, ok := n.maintain.beyondPreds[next.ID]; ok && a.answers(next) {
 		return false
 	}
 	if n.maintain.misses[next.ID] > 0 {
@@ -946,7 +953,7 @@ func (n *Node) takeOverChecked(c takeOverCheck) {
 // of asks. A zero Peer otherwise, and when next starts at end: then nothing lies between.
 func (n *Node) joinedBefore(next overlay.Peer, end overlay.Key, gone func(overlay.Peer) bool) overlay.Peer {
 	a, ok := n.maintain.beyondPreds[next.ID]
-	if !ok || a.incarnation != next.Incarnation {
+	if !ok || !a.answers(next) {
 		return overlay.Peer{}
 	}
 	return n.nearestFrom(end, next, a.preds, gone)

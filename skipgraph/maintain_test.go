@@ -639,7 +639,7 @@ func TestStaleLinkFailedWithNoGapBeforeTheNextNode(t *testing.T) {
 	a, b := nw.nodes["a"], nw.nodes["b"]
 	ghost := overlay.Peer{ID: "ghost", Start: k(1000), Incarnation: 7}
 	a.levels[0].succ, a.succList = ghost, []overlay.Peer{ghost, b.Self()}
-	a.maintain.beyondPreds[b.Self().ID] = beyondAnswer{incarnation: b.Self().Incarnation, preds: []overlay.Peer{nw.nodes["d"].Self()}}
+	a.maintain.beyondPreds[b.Self().ID] = beyondAnswer{from: b.Self(), preds: []overlay.Peer{nw.nodes["d"].Self()}}
 	a.peerFailed("ghost")
 	if a.Stats.RangesLost != 0 || a.levels[0].succ.ID != "b" {
 		t.Fatalf("a took over %d ranges and links to %s; b holds the range from a's end", a.Stats.RangesLost, a.levels[0].succ.ID)
@@ -855,6 +855,21 @@ func TestUnprobedSuccessorAskedForThePredecessor(t *testing.T) {
 	a.succList = []overlay.Peer{nw.nodes["b"].Self(), nw.nodes["c"].Self(), nw.nodes["d"].Self()}
 	a.levels = a.levels[:1]
 	checkTakeOverOfB(t, nw, k(1200), "x")
+}
+
+// TestAnswerFromBeforeAJoinBelowIsAskedAgain: c answered a's probe naming b as its predecessor;
+// then x joined below c, taking c's lower part, and a heard of c's new start. b crashes: c's
+// answer, older than c's start, says nothing of the part c gave up, and a asks c again before
+// taking b's range over — only up to x (a random case of TestBalanceCrashProperties: the
+// take-over went up to the node's new start, over the joiner's range).
+func TestAnswerFromBeforeAJoinBelowIsAskedAgain(t *testing.T) {
+	nw := ringOf(t, placed{"a", 0}, placed{"b", 1000}, placed{"x", 2000}, placed{"c", 3000}, placed{"d", 4000})
+	a, c := nw.nodes["a"], nw.nodes["c"].Self()
+	a.succList = []overlay.Peer{nw.nodes["b"].Self(), c, nw.nodes["d"].Self()}
+	a.levels = a.levels[:1]
+	before := c.WithStart(k(2000), c.Version-1)
+	a.maintain.beyondPreds[c.ID] = beyondAnswer{from: before, preds: []overlay.Peer{nw.nodes["b"].Self()}}
+	checkTakeOverOfB(t, nw, k(2000), "x")
 }
 
 // TestRunOfDeadSuccessorsTakenOverTogether: b, c and d crash together. a probes c and d while b
