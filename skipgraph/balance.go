@@ -1,6 +1,7 @@
 package skipgraph
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/skiprange/skiprange/overlay"
@@ -33,6 +34,11 @@ func (n *Node) Send(to overlay.NodeID, m *pb.Envelope, cause pb.Cause) {
 	n.send(to, m, cause)
 }
 
+// ErrWaiting is GiveNIX's refusal while the node waits for its neighbours to confirm its place
+// (after a restart, or a silence long enough to have been declared dead): its copies may be
+// stale, so it gives none of them away.
+var ErrWaiting = errors.New("nix: node waits for its neighbours to confirm its place")
+
 // GiveNIX hands the piece of this node's range between split and the end touching a level-0
 // neighbour to that neighbour (SPEC §4): toSucc gives [split, end) to the successor, otherwise
 // [start, split) goes to the predecessor. The node keeps at least its key at the far end: split
@@ -49,7 +55,7 @@ func (n *Node) GiveNIX(toSucc bool, split overlay.Key, cause pb.Cause, done func
 		return fmt.Errorf("nix: node is busy with another handoff")
 	}
 	if n.unconfirmed() {
-		return fmt.Errorf("nix: node waits for its neighbours to confirm its place")
+		return ErrWaiting
 	}
 	mine := n.Range()
 	if split == mine.Start || !mine.Contains(split) {
