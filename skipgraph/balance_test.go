@@ -1257,6 +1257,57 @@ func TestJoinBelowPredecessorLinksAtOnce(t *testing.T) {
 	nw.checkRing()
 }
 
+// TestJoinerMadeKnownToTheGiversNewPredecessor: a migrates below d, and d hands it the piece
+// naming its predecessor c; before a acknowledges, c leaves, giving its range to b and telling d
+// that b is its predecessor now. a, once joined, tells c (gone) to link it; d crashes right
+// after the flip, before b has pinged it. b must know a by then: in the random case of
+// TestBalanceCrashProperties this comes from (kept as -known-joiner-unknown-to-the-givers-new-
+// predecessor), b found d dead before a did and took d's range over up to e, past a live node it
+// never heard of. (Here a finds d dead first, and b's probe past d hears of a from e; the link
+// is what fails without the fix.) The giver tells its predecessor as it is at the flip.
+func TestJoinerMadeKnownToTheGiversNewPredecessor(t *testing.T) {
+	nw := fiveNodes(t)
+	a, b, c := nw.nodes["a"], nw.nodes["b"], nw.nodes["c"]
+	if err := a.Migrate("d", k(3500), true); err != nil {
+		t.Fatal(err)
+	}
+	handedOut := func() bool {
+		for _, s := range nw.queue {
+			if h := s.m.GetHandoff(); h != nil && s.from == "d" && h.Kind == pb.HandoffKind_HANDOFF_JOIN_BELOW {
+				return true
+			}
+		}
+		return false
+	}
+	for !handedOut() {
+		if !nw.step() {
+			t.Fatal("d never handed a its piece")
+		}
+	}
+	nw.pause("a")
+	if err := c.Leave(); err != nil {
+		t.Fatal(err)
+	}
+	nw.run()
+	if p, _ := nw.nodes["d"].Neighbors(0); p.ID != "b" {
+		t.Fatalf("after c left, d's predecessor is %s, want b", p.ID)
+	}
+	nw.resume("a")
+	nw.runChecked(nw.checkNoOverlap)
+	if got := a.Range(); got != (overlay.Range{Start: k(3000), End: k(3500)}) {
+		t.Fatalf("the migrant owns %s, want [3000, 3500)", got)
+	}
+	if _, s := b.Neighbors(0); s.ID != "a" {
+		t.Errorf("b links %s as its successor, not the migrant", s.ID)
+	}
+	nw.crash("d")
+	nw.advanceWith(time.Minute, nw.checkNoOverlap)
+	nw.checkRing()
+	if got := b.Range(); got != (overlay.Range{Start: k(1000), End: k(3000)}) {
+		t.Errorf("b owns %s, want [1000, 3000)", got)
+	}
+}
+
 // TestMigrateWhileMigrating: a second Migrate while the first one's leave is under way is
 // refused, and the first migration goes on as ordered.
 func TestMigrateWhileMigrating(t *testing.T) {

@@ -252,14 +252,27 @@ func (n *Node) giveBelow(joiner overlay.Peer, split overlay.Key) {
 		n.send(joiner.ID, &pb.Envelope{Body: &pb.Envelope_JoinRefused{JoinRefused: &pb.JoinRefused{Reason: err.Error()}}}, n.handling)
 		return
 	}
+	var predNow overlay.Peer
 	x.onFlip = func() {
 		n.self = n.self.WithStart(split, n.self.Version+1)
 		n.refreshSelfRef()
 		wasAlone := n.levels[0].succ.ID == n.self.ID
+		predNow = n.levels[0].pred
 		n.levels[0].pred = joiner
 		if wasAlone {
 			n.levels[0].succ = joiner
 			n.succList = []overlay.Peer{joiner}
+		}
+	}
+	x.onFlipped = func() {
+		// The joiner links the predecessor it was handed, as it was when the join came in. If
+		// that one left meanwhile, the joiner's word goes to a node that no longer owns the range
+		// before, and the predecessor now here would learn of the joiner only from our pongs:
+		// had we crashed first, it took our range over past the joiner, a live node it never
+		// heard of (TestJoinerMadeKnownToTheGiversNewPredecessor). It starts where that range
+		// ends, so the link is taken at once.
+		if !predNow.IsZero() && predNow.ID != pred.ID && predNow.ID != n.self.ID && predNow.ID != joiner.ID {
+			n.updateNeighbor(predNow.ID, 0, pb.Side_SIDE_SUCC, joiner, n.self.ID, x.cause)
 		}
 	}
 }
