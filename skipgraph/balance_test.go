@@ -1308,6 +1308,42 @@ func TestJoinerMadeKnownToTheGiversNewPredecessor(t *testing.T) {
 	}
 }
 
+// TestTakeOverStopsAtTheNodeTheSuccessorNamed: a migrates in below d, and c, d's predecessor,
+// links it on its word; c's successor list still starts with d (a's answers to c are lost), and
+// b, asking c, hears of a only as c's successor. d then leaves, handing its range to a, and c
+// crashes. b must take c's range over up to a, not up to d's old start, which lies past a's
+// (a random case of TestBalanceCrashProperties, kept as
+// -known-successor-list-behind-a-successor-update).
+func TestTakeOverStopsAtTheNodeTheSuccessorNamed(t *testing.T) {
+	nw := fiveNodes(t)
+	a, b, d := nw.nodes["a"], nw.nodes["b"], nw.nodes["d"]
+	if err := a.Migrate("d", k(3500), true); err != nil {
+		t.Fatal(err)
+	}
+	nw.run()
+	nw.drop = func(s sentMsg) bool { return s.from == "a" && s.to == "c" && s.m.GetPong() != nil }
+	for i := 0; b.maintain.succSucc.ID != "a"; i++ {
+		if i == 300 {
+			t.Fatal("b never heard from c that a is its successor")
+		}
+		nw.advance(100 * time.Millisecond)
+	}
+	if b.listed("a") {
+		t.Fatal("b lists a: the case needs a list that does not")
+	}
+	if err := d.Leave(); err != nil {
+		t.Fatal(err)
+	}
+	nw.run()
+	nw.crash("c")
+	nw.drop = nil
+	nw.advanceWith(time.Minute, nw.checkNoOverlap)
+	nw.checkRing()
+	if got := b.Range(); got != (overlay.Range{Start: k(1000), End: k(3000)}) {
+		t.Errorf("b owns %s, want [1000, 3000)", got)
+	}
+}
+
 // TestMigrateWhileMigrating: a second Migrate while the first one's leave is under way is
 // refused, and the first migration goes on as ordered.
 func TestMigrateWhileMigrating(t *testing.T) {

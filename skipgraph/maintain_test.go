@@ -402,7 +402,8 @@ func TestTakeOverOfManyLiveNodesSettledQuickly(t *testing.T) {
 	nw := ringOf(t, nodes...)
 	a, z, cs := nw.nodes["a"], nw.nodes["z"], nodes[3:]
 	a.succList = []overlay.Peer{a.levels[0].succ, z.Self()}
-	a.levels = a.levels[:1] // nor does a know them on the levels above (linkedBefore)
+	a.levels = a.levels[:1]              // nor does a know them on the levels above (linkedBefore)
+	a.maintain.succSucc = overlay.Peer{} // nor as b's successor (namedBySucc)
 	// An item that a will hold inside c10's range while it holds the range (as if written during
 	// the take-over, which settles within a probe interval here: messages take no time).
 	_ = a.Store().Put(k(2410), []byte("written during the take-over"))
@@ -453,6 +454,7 @@ func TestTakeOverWalksDownToTheFirstUnheardNode(t *testing.T) {
 	a, z := nw.nodes["a"], nw.nodes["z"]
 	a.succList = []overlay.Peer{a.levels[0].succ, z.Self()}
 	a.levels = a.levels[:1]
+	a.maintain.succSucc = overlay.Peer{} // b's answers did not name c00 either (namedBySucc)
 	nw.crash("b")
 	asks := 0
 	nw.drop = func(s sentMsg) bool {
