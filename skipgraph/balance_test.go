@@ -1300,11 +1300,18 @@ func TestJoinerMadeKnownToTheGiversNewPredecessor(t *testing.T) {
 	if _, s := b.Neighbors(0); s.ID != "a" {
 		t.Errorf("b links %s as its successor, not the migrant", s.ID)
 	}
-	nw.crash("d")
+	nw.crashAndSettle("d", b, overlay.Range{Start: k(1000), End: k(3000)})
+}
+
+// crashAndSettle crashes id, runs the network for a minute checking that no two nodes own a
+// common key at any step, and checks the ring and taker's range then.
+func (nw *testNet) crashAndSettle(id overlay.NodeID, taker *Node, want overlay.Range) {
+	nw.t.Helper()
+	nw.crash(id)
 	nw.advanceWith(time.Minute, nw.checkNoOverlap)
 	nw.checkRing()
-	if got := b.Range(); got != (overlay.Range{Start: k(1000), End: k(3000)}) {
-		t.Errorf("b owns %s, want [1000, 3000)", got)
+	if got := taker.Range(); got != want {
+		nw.t.Errorf("%s owns %s, want %s", taker.ID(), got, want)
 	}
 }
 
@@ -1335,13 +1342,8 @@ func TestTakeOverStopsAtTheNodeTheSuccessorNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	nw.run()
-	nw.crash("c")
 	nw.drop = nil
-	nw.advanceWith(time.Minute, nw.checkNoOverlap)
-	nw.checkRing()
-	if got := b.Range(); got != (overlay.Range{Start: k(1000), End: k(3000)}) {
-		t.Errorf("b owns %s, want [1000, 3000)", got)
-	}
+	nw.crashAndSettle("c", b, overlay.Range{Start: k(1000), End: k(3000)})
 }
 
 // TestMigrateWhileMigrating: a second Migrate while the first one's leave is under way is
