@@ -1677,3 +1677,42 @@ func TestRejoinForgetsThePredecessorsSilence(t *testing.T) {
 		t.Fatalf("b, just joined after a, waits for its neighbours' word (a last heard %s ago)", nw.clock.now.Sub(b.predHeard))
 	}
 }
+
+// TestTakeOverStopsAtAJoinerPastASilentNode: e migrates in at 1500, between b and c, unheard of
+// by a, b's predecessor. c crashes, and e takes its range over and tells d; then b crashes. c is
+// silent to a's probes too, so a is not to ask it; but d, the first node past it that answers,
+// names e as its predecessor, and a's take-over of b's range must stop there rather than go up
+// to c's start, over e's range (a random case of TestBalanceCrashProperties, kept as
+// -known-takeover-up-to-a-silent-node-past-a-joiner: two nodes crashed at once with a joiner
+// between them).
+func TestTakeOverStopsAtAJoinerPastASilentNode(t *testing.T) {
+	nw := fiveNodes(t)
+	a, b, c, d, e := nw.nodes["a"], nw.nodes["b"], nw.nodes["c"], nw.nodes["d"], nw.nodes["e"]
+	if err := e.Migrate("b", k(1500), false); err != nil {
+		t.Fatal(err)
+	}
+	nw.run()
+	nw.advance(time.Minute)
+	if got := e.Range(); got != (overlay.Range{Start: k(1500), End: k(2000)}) {
+		t.Fatalf("e owns %s after its migration, want [1500, 2000)", got)
+	}
+	nw.crash("c")
+	for i := 0; e.Range() != (overlay.Range{Start: k(1500), End: k(3000)}) || d.levels[0].pred.ID != "e"; i++ {
+		if i == 600 {
+			t.Fatalf("e never took c's range over and told d (e owns %s)", e.Range())
+		}
+		nw.advance(100 * time.Millisecond)
+	}
+	// a as if it had never heard of e: its list and links as before the migration.
+	a.succList = []overlay.Peer{b.Self(), c.Self(), d.Self()}
+	a.maintain.succSucc = overlay.Peer{}
+	for i := range a.levels {
+		if a.levels[i].pred.ID == "e" {
+			a.levels[i].pred = overlay.Peer{}
+		}
+		if a.levels[i].succ.ID == "e" {
+			a.levels[i].succ = overlay.Peer{}
+		}
+	}
+	nw.crashAndSettle("b", a, overlay.Range{Start: a.Self().Start, End: k(1500)})
+}

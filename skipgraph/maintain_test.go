@@ -859,6 +859,23 @@ func TestUnprobedSuccessorAskedForThePredecessor(t *testing.T) {
 	checkTakeOverOfB(t, nw, k(1200), "x")
 }
 
+// TestMigrantSilentAtThePlaceItLeftIsAsked: m missed a's ping at the place it had left, after a,
+// and a knows it at its new place, past j, which joined there unheard by a. m's misses were
+// counted against its former incarnation: a asks m before taking b's range over, and stops at
+// j (a random case of TestBalanceCrashProperties, kept as
+// -known-migrant-silent-at-the-place-it-left: the take-over went up to m's new start without
+// asking it).
+func TestMigrantSilentAtThePlaceItLeftIsAsked(t *testing.T) {
+	nw := ringOf(t, placed{"a", 0}, placed{"b", 1000}, placed{"j", 1500}, placed{"m", 2000}, placed{"d", 3000})
+	a, m := nw.nodes["a"], nw.nodes["m"].Self()
+	a.succList = []overlay.Peer{nw.nodes["b"].Self(), m, nw.nodes["d"].Self()}
+	a.levels = a.levels[:1]
+	a.maintain.misses[m.ID] = 1
+	a.maintain.missedIncarnation[m.ID] = m.Incarnation + 1
+	a.maintain.succSucc = overlay.Peer{} // b's answers did not name j (namedBySucc)
+	checkTakeOverOfB(t, nw, k(1500), "j")
+}
+
 // TestAnswerFromBeforeAJoinBelowIsAskedAgain: c answered a's probe naming b as its predecessor;
 // then x joined below c, taking c's lower part, and a heard of c's new start. b crashes: c's
 // answer, older than c's start, says nothing of the part c gave up, and a asks c again before
