@@ -752,7 +752,7 @@ func (n *Node) linksFailed(id overlay.NodeID, keep uint64) {
 		stopAt(n.linkedBefore(next, oldEnd, gone))
 		stopAt(n.namedBySucc(id, next, oldEnd, gone))
 		stopAt(n.namedPastSilent(next, oldEnd, gone))
-		if n.askBeforeTakeOver(id, keep, next, oldEnd, gone) {
+		if n.askBeforeTakeOver(keep, next, oldEnd, gone) {
 			n.urgent(urgentFor)
 			return
 		}
@@ -868,8 +868,9 @@ type takeOverCheck struct {
 	seq   uint64
 }
 
-// askBeforeTakeOver reports whether the take-over of the range of gone (incarnation keep of it
-// alive, 0: none), the level-0 successor, up to next must wait for next's word: no probe of
+// askBeforeTakeOver reports whether the take-over of the level-0 successor's range (keep: the
+// incarnation of its name that is alive, 0: none; gone: the nodes failed) up to next must wait
+// for next's word: no probe of
 // next has answered since the successor last did, so a node may lie between this range's end
 // and next unheard here. Next is then asked for its predecessor, and the take-over is made
 // when it answers (joinedBefore stops it at that node) or once the ask times out. Found by
@@ -887,13 +888,13 @@ type takeOverCheck struct {
 // place up). The first listed node past it that is not silent is asked instead, afresh even if
 // it answered a probe lately: a node that joined below next unheard here and took next's range
 // over when next died names itself to that node only then (namedPastSilent).
-func (n *Node) askBeforeTakeOver(gone overlay.NodeID, keep uint64, next overlay.Peer, end overlay.Key, isGone func(overlay.Peer) bool) bool {
+func (n *Node) askBeforeTakeOver(keep uint64, next overlay.Peer, end overlay.Key, gone func(overlay.Peer) bool) bool {
 	if next.IsZero() || next.ID == n.self.ID || next.Start == end {
 		return false
 	}
 	asked := next
 	if n.missed(next, 1) {
-		if asked = n.heardPast(next, isGone); asked.IsZero() {
+		if asked = n.heardPast(next, gone); asked.IsZero() {
 			return false
 		}
 	} else if a, ok := n.maintain.beyondPreds[next.ID]; ok && a.answers(next) {
