@@ -90,3 +90,44 @@ func checkAdopted(t *testing.T, nw *testNet, id overlay.NodeID, piece overlay.Ra
 		t.Fatalf("%s reported keeping %v, want %v", id, kept, piece)
 	}
 }
+
+// TestNIXGiverDiesAfterTheFlipToItsSuccessor: the giver of a NIX to its successor flips and dies
+// before its commit arrives. The receiver holds the only copies, but the dead giver's range —
+// the piece with it, up to the receiver's start as it was — is taken over by the giver's
+// predecessor: the receiver writes the piece's items to that node when told of the take-over,
+// and its own range stays as it was. Found by TestBalanceCrashProperties, where the piece was
+// discarded once the commit never came.
+func TestNIXGiverDiesAfterTheFlipToItsSuccessor(t *testing.T) {
+	nw := fiveNodes(t)
+	b, c, d := nw.nodes["b"], nw.nodes["c"], nw.nodes["d"]
+	if err := c.GiveNIX(true, k(2500), pb.Cause_CAUSE_BALANCE, func(bool, int) {}); err != nil {
+		t.Fatal(err)
+	}
+	for c.Range().End != k(2500) {
+		if !nw.step() {
+			t.Fatal("the handoff never flipped")
+		}
+	}
+	nw.crash("c") // the commit in flight is dropped with it
+	nw.advance(time.Minute)
+	if got := b.Range(); got != (overlay.Range{Start: k(1000), End: k(3000)}) {
+		t.Fatalf("b owns %s, want [1000, 3000) (its own and the dead giver's, piece included)", got)
+	}
+	if got := d.Range(); got != (overlay.Range{Start: k(3000), End: k(4000)}) {
+		t.Fatalf("d owns %s, want [3000, 4000): the piece never committed", got)
+	}
+	if d.Busy() {
+		t.Fatal("d is still busy with the dead giver's handoff")
+	}
+	nw.checkReads("b", []int{1000, 1900, 2500, 2900}, nil)
+	for _, i := range []int{2000, 2400} {
+		if r := nw.getFrom("a", i); r.Status != pb.Status_STATUS_LOST {
+			t.Fatalf("get %d of the dead giver's own part: %v, want LOST", i, r.Status)
+		}
+	}
+	if got := keyInts(t, d); slices.ContainsFunc(got, func(i int) bool { return i < 3000 }) {
+		t.Fatalf("d still holds copies of the piece: %v", got)
+	}
+	nw.checkRing()
+	nw.checkLevels()
+}

@@ -510,6 +510,33 @@ func (n *Node) adoptFromDead(dead overlay.NodeID) (overlay.Range, bool) {
 	return x.piece, true
 }
 
+// passOnFromDead gives up an incoming piece from below that this node acknowledged when taker,
+// after a failure, replaced its giver as the level-0 predecessor (was: the predecessor before,
+// zero when this node had found it gone): taker took the dead giver's range over up to this
+// node's start, the piece with it. Whether or not the giver flipped, the copies here may be the
+// only ones: they go to taker as writes that leave what it holds (a value written since the
+// take-over wins), as a giver's copies go to the owner when its receiver never confirms the
+// commit (onOutTimer). Discarded once the commit never came, as before, their items were lost
+// though no node responsible for them had crashed: a migrant's split leave gave the top of its
+// range to its successor by a NIX, and the migrant and the leave's receiver crashed before the
+// commit (TestBalanceCrashProperties). Kept in place, the piece would move this node's start
+// down into the range the taker holds already, and both would own it until they settled.
+func (n *Node) passOnFromDead(was, taker overlay.Peer) {
+	x := n.in
+	if x == nil || !x.acked || x.kind != pb.HandoffKind_HANDOFF_NIX || x.piece.End != n.self.Start ||
+		!(was.IsZero() || was.ID == x.from.ID) || taker.ID == x.from.ID {
+		return
+	}
+	defer n.becameIdle()
+	n.in = nil
+	n.Stats.Aborts++
+	items := n.copiesIn(x.piece)
+	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.from.ID, Range: x.piece, Items: len(items),
+		Detail: "giver died after this node acknowledged its piece; the piece's items written to the node that took its range over"})
+	n.pushCopies(items, true, "piece of a dead giver")
+	n.releaseHeld()
+}
+
 func (n *Node) onInTimer(id uint64) {
 	x := n.in
 	if x == nil || x.id != id {

@@ -1540,6 +1540,7 @@ func (n *Node) onNeighborUpdate(from overlay.Peer, u *pb.NeighborUpdate) {
 			return []zap.Field{zap.String("side", u.Side.String()), zap.String("node", string(node.ID)), zap.String("was", string(cur.ID)), zap.String("by", string(from.ID))}
 		})
 	}
+	was := *cur
 	*cur = node
 	if l == 0 && lk.succ.ID == n.self.ID {
 		// This node believed itself alone (every successor it knew had failed) and owned the
@@ -1548,6 +1549,9 @@ func (n *Node) onNeighborUpdate(from overlay.Peer, u *pb.NeighborUpdate) {
 		// between follows from stabilization.
 		n.maintain.intruder = node.ID
 		n.maintain.intruderSeq = n.ping(node, 0, true)
+	}
+	if l == 0 && u.Side == pb.Side_SIDE_PRED && u.AfterFailure {
+		n.passOnFromDead(was, node)
 	}
 }
 
