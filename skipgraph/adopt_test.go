@@ -15,16 +15,8 @@ import (
 // acknowledged — it holds the only copy — and reports only the rest as lost.
 func TestNIXGiverDiesAfterTheFlip(t *testing.T) {
 	nw := fiveNodes(t)
-	b, c := nw.nodes["b"], nw.nodes["c"]
-	if err := c.GiveNIX(false, k(2500), pb.Cause_CAUSE_BALANCE, func(bool, int) {}); err != nil {
-		t.Fatal(err)
-	}
-	for c.Range().Start != k(2500) {
-		if !nw.step() {
-			t.Fatal("the handoff never flipped")
-		}
-	}
-	nw.crash("c") // the commit in flight is dropped with it
+	b := nw.nodes["b"]
+	crashAfterFlip(t, nw, "c", false, k(2500))
 	nw.advance(time.Minute)
 	if got := b.Range(); got != (overlay.Range{Start: k(1000), End: k(3000)}) {
 		t.Fatalf("b owns %s, want [1000, 3000) (its own, the piece, the dead giver's rest)", got)
@@ -77,6 +69,24 @@ func TestNIXGiverDiesAfterItsNewStartIsKnown(t *testing.T) {
 	}
 }
 
+// crashAfterFlip has giver give its neighbour (the successor when toSucc) its range's part on
+// that side of split by a NIX, and crashes it once it flipped: the commit in flight is dropped
+// with it.
+func crashAfterFlip(t *testing.T, nw *testNet, giver overlay.NodeID, toSucc bool, split overlay.Key) {
+	t.Helper()
+	g := nw.nodes[giver]
+	before := g.Range()
+	if err := g.GiveNIX(toSucc, split, pb.Cause_CAUSE_BALANCE, func(bool, int) {}); err != nil {
+		t.Fatal(err)
+	}
+	for g.Range() == before {
+		if !nw.step() {
+			t.Fatal("the handoff never flipped")
+		}
+	}
+	nw.crash(giver)
+}
+
 // checkAdopted fails unless id reported keeping exactly piece from a dead giver.
 func checkAdopted(t *testing.T, nw *testNet, id overlay.NodeID, piece overlay.Range) {
 	t.Helper()
@@ -99,16 +109,8 @@ func checkAdopted(t *testing.T, nw *testNet, id overlay.NodeID, piece overlay.Ra
 // discarded once the commit never came.
 func TestNIXGiverDiesAfterTheFlipToItsSuccessor(t *testing.T) {
 	nw := fiveNodes(t)
-	b, c, d := nw.nodes["b"], nw.nodes["c"], nw.nodes["d"]
-	if err := c.GiveNIX(true, k(2500), pb.Cause_CAUSE_BALANCE, func(bool, int) {}); err != nil {
-		t.Fatal(err)
-	}
-	for c.Range().End != k(2500) {
-		if !nw.step() {
-			t.Fatal("the handoff never flipped")
-		}
-	}
-	nw.crash("c") // the commit in flight is dropped with it
+	b, d := nw.nodes["b"], nw.nodes["d"]
+	crashAfterFlip(t, nw, "c", true, k(2500))
 	nw.advance(time.Minute)
 	if got := b.Range(); got != (overlay.Range{Start: k(1000), End: k(3000)}) {
 		t.Fatalf("b owns %s, want [1000, 3000) (its own and the dead giver's, piece included)", got)
