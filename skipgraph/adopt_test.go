@@ -133,3 +133,44 @@ func TestNIXGiverDiesAfterTheFlipToItsSuccessor(t *testing.T) {
 	nw.checkRing()
 	nw.checkLevels()
 }
+
+// TestJoinGiverDiesAfterTheFlip: the owner that a joiner joins flips the join and dies before
+// its commit arrives. Its predecessor, never having heard of the joiner, takes the dead node's
+// range over up to the next node it knows, the joiner's piece with it; the joiner, holding the
+// only copies, writes them to that owner through the successor the giver named, once the commit
+// never comes, and joins again. The piece was discarded before.
+func TestJoinGiverDiesAfterTheFlip(t *testing.T) {
+	nw := fiveNodes(t)
+	c := nw.nodes["c"]
+	x := nw.add("x")
+	if err := x.Join("a", k(2500)); err != nil {
+		t.Fatal(err)
+	}
+	for c.Range().End != k(2500) {
+		if !nw.step() {
+			t.Fatal("the join never flipped")
+		}
+	}
+	nw.crash("c") // the commit in flight is dropped with it
+	nw.advance(5 * time.Minute)
+	if x.State() != StateActive {
+		t.Fatalf("x is %s, want active (joined again)", x.State())
+	}
+	for _, i := range []int{2500, 2700, 2900} {
+		r := nw.getFrom("a", i)
+		if r.Status != pb.Status_STATUS_OK || string(r.Value) != string(val(i)) {
+			t.Fatalf("get %d of the joiner's piece: %v %q at %s, want %q", i, r.Status, r.Value, r.Owner, val(i))
+		}
+	}
+	var written []overlay.Range
+	for _, e := range nw.envs["x"].eventsOf(overlay.EventConflict) {
+		if strings.Contains(e.Detail, "written to its owner") {
+			written = append(written, e.Range)
+		}
+	}
+	if want := []overlay.Range{{Start: k(2500), End: k(3000)}}; !slices.Equal(written, want) {
+		t.Fatalf("x reported writing out %v, want %v", written, want)
+	}
+	nw.checkRing()
+	nw.checkLevels()
+}

@@ -150,19 +150,19 @@ func (n *Node) readmit(x overlay.Peer, keepExisting bool, why string) {
 	n.lost.remove(piece)    // x still has its items
 	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.ID, Range: piece, Items: len(items),
 		Detail: fmt.Sprintf("overlapping claims: %s; re-admitted, %d items held here sent (keep existing: %t)", why, len(items), keepExisting)})
-	n.pushCopies(items, keepExisting, "re-admission")
+	n.pushCopies(items, keepExisting, "", "re-admission")
 }
 
 // pushCopies writes items this node holds but may not own to their owners, in batches, and
 // drops each batch's copies once it is stored, except the keys it is responsible for again. A
 // batch that fails leaves its copies here: those in the range a later handoff or re-admission can
 // still find, the others the tick writes out again (strays). With keepExisting the owners' own
-// values stand.
-func (n *Node) pushCopies(items []overlay.Item, keepExisting bool, why string) {
+// values stand. A node outside the ring sends them through via, a live node.
+func (n *Node) pushCopies(items []overlay.Item, keepExisting bool, via overlay.NodeID, why string) {
 	for len(items) > 0 {
 		batch := items[:min(len(items), n.cfg.MaxItemsPerMessage)]
 		items = items[len(batch):]
-		n.putBatch(batch, keepExisting, func(r overlay.Result) {
+		n.putBatch(batch, keepExisting, via, func(r overlay.Result) {
 			if r.Status != pb.Status_STATUS_OK {
 				n.env.Logger().Warn(why+": items held here not delivered; copies kept",
 					zap.Int("items", len(batch)), zap.String("error", r.Err))
@@ -219,7 +219,7 @@ func (n *Node) pushStrays() {
 	}
 	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Items: len(items),
 		Detail: fmt.Sprintf("%d copies held outside the range after a failed write to their owners; written again", len(items))})
-	n.pushCopies(items, true, "stray copies")
+	n.pushCopies(items, true, "", "stray copies")
 }
 
 // copiesIn returns the items this node holds in r outside the range it is responsible for.

@@ -23,6 +23,9 @@ type request struct {
 	onDone func(overlay.Result)
 	// keepExisting makes a batch write store only keys its owners do not hold (claim.go).
 	keepExisting bool
+	// via, when set, is the live node a batch write enters the ring at, for a node outside it (a
+	// joiner writing out a piece whose giver never confirmed it).
+	via overlay.NodeID
 }
 
 // Get starts an exact-match read of key and returns the request id its Result will carry.
@@ -71,13 +74,13 @@ func (n *Node) Scan(start, end overlay.Key, limitKeys int, limitBytes int) uint6
 // PutBatch starts a write of many items: it travels to the owner of the smallest key and walks
 // clockwise, each node storing its share; more than batchPiece items go as pieces at once. Bulk
 // loads use it.
-func (n *Node) PutBatch(items []overlay.Item) uint64 { return n.putBatch(items, false, nil) }
+func (n *Node) PutBatch(items []overlay.Item) uint64 { return n.putBatch(items, false, "", nil) }
 
 // putBatch starts a batch write whose result goes to onDone, or to the runtime when nil. With
 // keepExisting, owners store only the keys they do not hold yet.
-func (n *Node) putBatch(items []overlay.Item, keepExisting bool, onDone func(overlay.Result)) uint64 {
+func (n *Node) putBatch(items []overlay.Item, keepExisting bool, via overlay.NodeID, onDone func(overlay.Result)) uint64 {
 	id := n.newReqID()
-	req := &request{id: id, kind: overlay.ResultBatchPut, onDone: onDone, keepExisting: keepExisting}
+	req := &request{id: id, kind: overlay.ResultBatchPut, onDone: onDone, keepExisting: keepExisting, via: via}
 	if len(items) == 0 || len(items) > n.cfg.MaxItemsPerMessage {
 		n.failNow(req, pb.Status_STATUS_INVALID, fmt.Errorf("a batch holds 1 to %d items, not %d", n.cfg.MaxItemsPerMessage, len(items)))
 		return id
@@ -102,10 +105,15 @@ func (n *Node) putBatch(items []overlay.Item, keepExisting bool, onDone func(ove
 // sendBatch starts req as the write of sorted, checked items.
 func (n *Node) sendBatch(req *request, sorted []overlay.Item) {
 	req.issue = func() {
-		n.onBatchPut(&pb.BatchPut{
+		b := &pb.BatchPut{
 			ReqId: req.id, Origin: n.selfRef, Route: &pb.Route{Key: []byte(sorted[0].Key)},
 			Items: overlay.ItemsToPB(sorted), KeepExisting: req.keepExisting,
-		})
+		}
+		if req.via != "" {
+			n.send(req.via, &pb.Envelope{Body: &pb.Envelope_BatchPut{BatchPut: b}}, pb.Cause_CAUSE_CLIENT)
+			return
+		}
+		n.onBatchPut(b)
 	}
 	n.startRequest(req)
 }
@@ -135,7 +143,7 @@ func (n *Node) putPieces(req *request, sorted []overlay.Item) {
 			}
 		}
 		// Checked and sorted already: each piece is a request of its own, sent as it is.
-		n.sendBatch(&request{id: n.newReqID(), kind: overlay.ResultBatchPut, key: piece[0].Key, onDone: done, keepExisting: req.keepExisting}, piece)
+		n.sendBatch(&request{id: n.newReqID(), kind: overlay.ResultBatchPut, key: piece[0].Key, onDone: done, keepExisting: req.keepExisting, via: req.via}, piece)
 	}
 }
 
@@ -190,7 +198,7 @@ func (n *Node) complete(req *request, r overlay.Result) {
 }
 
 func (n *Node) startRequest(req *request) {
-	if !n.Owns() && n.state != StateLeft {
+	if !n.Owns() && n.state != StateLeft && req.via == "" {
 		n.failNow(req, pb.Status_STATUS_ERROR, fmt.Errorf("node %s is %s, not part of the overlay", n.self.ID, n.state))
 		return
 	}

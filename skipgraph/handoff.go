@@ -260,7 +260,7 @@ func (n *Node) onOutTimer(id uint64) {
 			items := n.copiesIn(x.piece)
 			n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.to.ID, Range: x.piece, Items: len(items),
 				Detail: "receiver never confirmed the commit; the piece's items held here written to its owner"})
-			n.pushCopies(items, true, "unconfirmed handoff")
+			n.pushCopies(items, true, "", "unconfirmed handoff")
 			if x.onDone != nil {
 				x.onDone()
 			}
@@ -533,7 +533,38 @@ func (n *Node) passOnFromDead(was, taker overlay.Peer) {
 	items := n.copiesIn(x.piece)
 	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.from.ID, Range: x.piece, Items: len(items),
 		Detail: "giver died after this node acknowledged its piece; the piece's items written to the node that took its range over"})
-	n.pushCopies(items, true, "piece of a dead giver")
+	n.pushCopies(items, true, "", "piece of a dead giver")
+	n.releaseHeld()
+}
+
+// writeOutJoin gives up the piece of a join that this joiner acknowledged and whose giver never
+// sent the commit: the giver flipped and died, most likely, and the node that took its range over
+// took the piece with it, never having heard of this joiner. The copies here are then the only
+// ones; they go to whoever owns the piece now, as writes that leave what the owner holds, through
+// the node the giver named as this joiner's successor (or predecessor) — live a moment ago, and
+// in the ring where this joiner is not — and the join is tried again. Discarded, as before, they
+// were lost though no node responsible for them had crashed. The same writes bring back a key
+// deleted meanwhile if instead the giver aborted and all its word of it was lost, the trade a
+// giver makes with an unconfirmed commit (onOutTimer).
+func (n *Node) writeOutJoin(x *inXfer) {
+	defer n.becameIdle()
+	n.in = nil
+	n.Stats.Aborts++
+	via := x.succ.ID
+	if x.succ.IsZero() || x.succ.ID == x.from.ID {
+		via = x.pred.ID
+	}
+	items := n.copiesIn(x.piece)
+	if via == "" || via == x.from.ID {
+		n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.from.ID, Range: x.piece, Items: len(items),
+			Detail: "giver never confirmed an acknowledged join and named no other node; piece discarded"})
+		n.dropCopy(x.piece)
+	} else {
+		n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.from.ID, Range: x.piece, Items: len(items),
+			Detail: "giver never confirmed an acknowledged join; the piece's items written to its owner through " + string(via)})
+		n.pushCopies(items, true, via, "unconfirmed join")
+	}
+	n.retryJoinLater()
 	n.releaseHeld()
 }
 
@@ -559,6 +590,10 @@ func (n *Node) onInTimer(id uint64) {
 	// Acknowledged: the giver may have flipped. Ask again rather than discard.
 	x.retries++
 	if x.retries > maxCommitRetries {
+		if n.state == StateJoining {
+			n.writeOutJoin(x)
+			return
+		}
 		n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.from.ID, Range: x.piece,
 			Detail: "giver never confirmed an acknowledged handoff; piece discarded"})
 		n.discardIn(x)
