@@ -1103,14 +1103,27 @@ func (n *Node) listed(id overlay.NodeID) bool {
 }
 
 // nextLive is the node a take-over of the gone level-0 successor's range goes up to: the first
-// successor listed that is not gone, else the nearest node known clockwise.
+// successor listed that is not gone, else the nearest node known clockwise. An entry that starts
+// inside this node's range as it is now has moved or left since it was listed, and is passed
+// over: taken as next, it made the take-over run from the successor's start round to it, and
+// the checks that stop a take-over early, each looking for a node before next, found one far
+// past the live nodes listed after it (a node that left was listed after the successor that
+// took its range by its leave and then gave this node the lower part of it by a NIX; the
+// take-over went over the live node listed next; found by TestBalanceCrashProperties).
 func (n *Node) nextLive(gone func(overlay.Peer) bool) overlay.Peer {
 	for _, q := range n.succList {
-		if !gone(q) {
+		if !gone(q) && !n.startsInside(q) {
 			return q
 		}
 	}
 	return n.nearestClockwise(gone)
+}
+
+// startsInside reports whether q's start, as this node knows it, lies inside this node's range
+// (at its start included).
+func (n *Node) startsInside(q overlay.Peer) bool {
+	end := n.end()
+	return end != n.self.Start && (q.Start == n.self.Start || overlay.StrictlyBetween(n.self.Start, q.Start, end))
 }
 
 // nearestClockwise returns, among every node this one links to except the gone ones, the first one
