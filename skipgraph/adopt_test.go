@@ -134,6 +134,39 @@ func TestNIXGiverDiesAfterTheFlipToItsSuccessor(t *testing.T) {
 	nw.checkLevels()
 }
 
+// TestNIXGiverDiesAfterTellingItsPredecessor: as above, but the giver lives long enough after
+// the flip to tell its predecessor where its successor starts now: the take-over stops at the
+// piece, and the receiver, asking the taker where its range ends, keeps the piece (found by
+// TestBalanceCrashProperties: written to the taker instead, it left the piece to nobody).
+func TestNIXGiverDiesAfterTellingItsPredecessor(t *testing.T) {
+	nw := fiveNodes(t)
+	b, c, d := nw.nodes["b"], nw.nodes["c"], nw.nodes["d"]
+	nw.drop = func(s sentMsg) bool { return s.m.GetHandoffCommit() != nil }
+	if err := c.GiveNIX(true, k(2500), pb.Cause_CAUSE_BALANCE, func(bool, int) {}); err != nil {
+		t.Fatal(err)
+	}
+	for c.Range().End != k(2500) {
+		if !nw.step() {
+			t.Fatal("the handoff never flipped")
+		}
+	}
+	nw.advanceWith(DefaultConfig().ProbeInterval*2, nil) // c's pongs name d, at its new start, as c's successor
+	nw.drop = nil
+	b.succList = b.succList[:1] // d's own pongs, still from its old start, filled b's list: b goes by c's word
+	nw.crash("c")
+	nw.advance(5 * time.Minute)
+	if got := b.Range(); got != (overlay.Range{Start: k(1000), End: k(2500)}) {
+		t.Fatalf("b owns %s, want [1000, 2500): its own and the dead giver's rest", got)
+	}
+	if got := d.Range(); got != (overlay.Range{Start: k(2500), End: k(4000)}) {
+		t.Fatalf("d owns %s, want [2500, 4000): the piece kept", got)
+	}
+	nw.checkReads("d", []int{2500, 2900, 3000}, nil)
+	checkAdopted(t, nw, "d", overlay.Range{Start: k(2500), End: k(3000)})
+	nw.checkRing()
+	nw.checkLevels()
+}
+
 // TestJoinGiverDiesAfterTheFlip: the owner that a joiner joins flips the join and dies before
 // its commit arrives. Its predecessor, never having heard of the joiner, takes the dead node's
 // range over up to the next node it knows, the joiner's piece with it; the joiner, holding the

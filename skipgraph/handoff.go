@@ -497,6 +497,13 @@ func (n *Node) adoptFromDead(dead overlay.NodeID) (overlay.Range, bool) {
 		(x.kind != pb.HandoffKind_HANDOFF_NIX && x.kind != pb.HandoffKind_HANDOFF_LEAVE) {
 		return overlay.Range{}, false
 	}
+	n.keepPiece(x)
+	return x.piece, true
+}
+
+// keepPiece ends x, an incoming piece this node acknowledged whose giver died before the commit
+// arrived, as if the commit had come (the kind-specific change of range is the caller's).
+func (n *Node) keepPiece(x *inXfer) {
 	n.in = nil
 	n.Stats.HandoffsIn++
 	for _, r := range x.lost {
@@ -505,35 +512,86 @@ func (n *Node) adoptFromDead(dead overlay.NodeID) (overlay.Range, bool) {
 	if n.obs != nil {
 		n.obs.PieceArrived(x.piece, x.loads)
 	}
-	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: dead, Range: x.piece,
+	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.from.ID, Range: x.piece,
 		Detail: "giver died after this node acknowledged its piece; the piece is kept"})
-	return x.piece, true
 }
 
-// passOnFromDead gives up an incoming piece from below that this node acknowledged when taker,
-// after a failure, replaced its giver as the level-0 predecessor (was: the predecessor before,
-// zero when this node had found it gone): taker took the dead giver's range over up to this
-// node's start, the piece with it. Whether or not the giver flipped, the copies here may be the
-// only ones: they go to taker as writes that leave what it holds (a value written since the
-// take-over wins), as a giver's copies go to the owner when its receiver never confirms the
-// commit (onOutTimer). Discarded once the commit never came, as before, their items were lost
-// though no node responsible for them had crashed: a migrant's split leave gave the top of its
-// range to its successor by a NIX, and the migrant and the leave's receiver crashed before the
-// commit (TestBalanceCrashProperties). Kept in place, the piece would move this node's start
-// down into the range the taker holds already, and both would own it until they settled.
-func (n *Node) passOnFromDead(was, taker overlay.Peer) {
+// askTakerOfGiver starts the settling of an incoming piece from below that this node
+// acknowledged, when a neighbour update made taker the level-0 predecessor in place of its giver
+// (was: the predecessor before, zero when this node had found it gone). While the piece is
+// pending its giver is busy with it and neither joins nor leaves: a new predecessor means that
+// the giver died and taker took its range over. Whether or not the giver
+// flipped, the copies here may be the only ones; where they belong depends on where taker's
+// take-over of the dead giver's range stopped — at this node's start as taker knew it, which is
+// the piece's start if the giver flipped and told taker of it before it died, and the old start
+// otherwise. Taker is asked (a ping: its answer names its successor as it knows it) and
+// settleOrphan acts on the answer. Discarded once the commit never came, as before, the piece's
+// items were lost though no node responsible for them had crashed (a migrant's split leave gave
+// the top of its range to its successor by a NIX, and the migrant and the leave's receiver
+// crashed before the commit: TestBalanceCrashProperties).
+func (n *Node) askTakerOfGiver(was, taker overlay.Peer) {
 	x := n.in
 	if x == nil || !x.acked || x.kind != pb.HandoffKind_HANDOFF_NIX || x.piece.End != n.self.Start ||
 		!(was.IsZero() || was.ID == x.from.ID) || taker.ID == x.from.ID {
 		return
 	}
+	n.maintain.orphanSeq = n.ping(taker, 0, false)
+}
+
+// maxOrphanRetries bounds the asks for the commit of a piece from below whose giver has fallen
+// silent (awaitTakerOfGiver).
+const maxOrphanRetries = 4 * maxCommitRetries
+
+// awaitTakerOfGiver reports whether the asks for x's commit, run out, go on: x is a piece from
+// below whose giver — this node's predecessor, or gone from that link — has not been heard from
+// lately. A dead giver's range is taken over by its own predecessor, which then tells this node
+// (askTakerOfGiver settles the piece on that word), and finding the giver dead and asking
+// before the take-over can take longer than the asks last: a receiver gave up on its piece a
+// moment before the word came (TestBalanceCrashProperties). They also go on while the taker is
+// asked. A giver heard lately is alive, and its silence about the commit means it aborted: the
+// piece is discarded.
+func (n *Node) awaitTakerOfGiver(x *inXfer) bool {
+	if x.retries > maxOrphanRetries || x.kind != pb.HandoffKind_HANDOFF_NIX || x.piece.End != n.self.Start {
+		return false
+	}
+	if _, asking := n.maintain.pings[n.maintain.orphanSeq]; asking {
+		return true
+	}
+	pred := n.levels[0].pred
+	return (pred.IsZero() || pred.ID == x.from.ID) && !n.predHeardLately()
+}
+
+// settleOrphan acts on the answer of taker (see askTakerOfGiver), which names succ as its
+// level-0 successor. If its range ends at the piece's start, this node keeps the piece: its start
+// moves down as if the commit had come, and the two ranges meet. If it ends at this node's start,
+// the piece lies in taker's range now: its items go to taker as writes that leave what it holds
+// (a value written since the take-over wins), as a giver's copies go to the owner when its
+// receiver never confirms the commit (onOutTimer), and are dropped here. Moving the start down
+// in that case would make the two own the piece at once until they settled (a first form did;
+// the balancing property test checks at every quarter time unit that no two nodes do). An answer
+// that names another successor settles nothing: the piece is discarded after the asks for the
+// commit run out, as before.
+func (n *Node) settleOrphan(taker, succ overlay.Peer) {
+	x := n.in
+	if x == nil || !x.acked || x.kind != pb.HandoffKind_HANDOFF_NIX || x.piece.End != n.self.Start ||
+		x.from.ID == taker.ID || succ.ID != n.self.ID {
+		return
+	}
 	defer n.becameIdle()
-	n.in = nil
-	n.Stats.Aborts++
-	items := n.copiesIn(x.piece)
-	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.from.ID, Range: x.piece, Items: len(items),
-		Detail: "giver died after this node acknowledged its piece; the piece's items written to the node that took its range over"})
-	n.pushCopies(items, true, "", "piece of a dead giver")
+	switch succ.Start {
+	case x.piece.Start:
+		n.keepPiece(x)
+		n.tookNIX(x)
+	case n.self.Start:
+		n.in = nil
+		n.Stats.Aborts++
+		items := n.copiesIn(x.piece)
+		n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.from.ID, Range: x.piece, Items: len(items),
+			Detail: "giver died after this node acknowledged its piece; the piece's items written to the node that took its range over"})
+		n.pushCopies(items, true, "", "piece of a dead giver")
+	default:
+		return
+	}
 	n.releaseHeld()
 }
 
@@ -589,7 +647,7 @@ func (n *Node) onInTimer(id uint64) {
 	}
 	// Acknowledged: the giver may have flipped. Ask again rather than discard.
 	x.retries++
-	if x.retries > maxCommitRetries {
+	if x.retries > maxCommitRetries && !n.awaitTakerOfGiver(x) {
 		if n.state == StateJoining {
 			n.writeOutJoin(x)
 			return

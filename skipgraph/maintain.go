@@ -99,6 +99,9 @@ type maintainState struct {
 	// takeOver is a check under way before a take-over: the node it would go up to was asked
 	// for its predecessor (see askBeforeTakeOver).
 	takeOver takeOverCheck
+	// orphanSeq is the ping that asks the node that took a dead giver's range over where that
+	// range ends, for the acknowledged piece the giver left here (see askTakerOfGiver).
+	orphanSeq uint64
 	// beyondPreds are the predecessors named by nodes past the level-0 successor in answer to
 	// probes sent while the successor was in doubt (probeBeyond, strangerSeen) or gone
 	// (askBeforeTakeOver): a take-over stops at such a node if it lies before the node the
@@ -364,6 +367,11 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 		return
 	}
 	if !n.Owns() || info.level != 0 {
+		return
+	}
+	if p.Seq == n.maintain.orphanSeq {
+		n.maintain.orphanSeq = 0
+		n.settleOrphan(from, overlay.PeerFromPB(p.Succ))
 		return
 	}
 	// A new incarnation of the successor (a migrant that rejoined elsewhere) speaks of its
@@ -1563,8 +1571,8 @@ func (n *Node) onNeighborUpdate(from overlay.Peer, u *pb.NeighborUpdate) {
 		n.maintain.intruder = node.ID
 		n.maintain.intruderSeq = n.ping(node, 0, true)
 	}
-	if l == 0 && u.Side == pb.Side_SIDE_PRED && u.AfterFailure {
-		n.passOnFromDead(was, node)
+	if l == 0 && u.Side == pb.Side_SIDE_PRED {
+		n.askTakerOfGiver(was, node)
 	}
 }
 
