@@ -516,23 +516,31 @@ func (n *Node) keepPiece(x *inXfer) {
 		Detail: "giver died after this node acknowledged its piece; the piece is kept"})
 }
 
-// askTakerOfGiver starts the settling of an incoming piece from below that this node
-// acknowledged, when a neighbour update made taker the level-0 predecessor in place of its giver
-// (was: the predecessor before, zero when this node had found it gone). While the piece is
-// pending its giver is busy with it and neither joins nor leaves: a new predecessor means that
-// the giver died and taker took its range over. Whether or not the giver
-// flipped, the copies here may be the only ones; where they belong depends on where taker's
-// take-over of the dead giver's range stopped — at this node's start as taker knew it, which is
-// the piece's start if the giver flipped and told taker of it before it died, and the old start
-// otherwise. Taker is asked (a ping: its answer names its successor as it knows it) and
-// settleOrphan acts on the answer. Discarded once the commit never came, as before, the piece's
-// items were lost though no node responsible for them had crashed (a migrant's split leave gave
-// the top of its range to its successor by a NIX, and the migrant and the leave's receiver
-// crashed before the commit: TestBalanceCrashProperties).
-func (n *Node) askTakerOfGiver(was, taker overlay.Peer) {
+// ackedFromBelow returns the incoming piece this node acknowledged from its level-0
+// predecessor by a NIX (its start moves down when the piece commits), nil if there is none.
+func (n *Node) ackedFromBelow() *inXfer {
 	x := n.in
-	if x == nil || !x.acked || x.kind != pb.HandoffKind_HANDOFF_NIX || x.piece.End != n.self.Start ||
-		!(was.IsZero() || was.ID == x.from.ID) || taker.ID == x.from.ID {
+	if x == nil || !x.acked || x.kind != pb.HandoffKind_HANDOFF_NIX || x.piece.End != n.self.Start {
+		return nil
+	}
+	return x
+}
+
+// askTakerOfGiver starts the settling of an acknowledged piece from below when a neighbour
+// update made taker the level-0 predecessor in place of its giver (was: the predecessor before,
+// zero when this node had found it gone). While the piece is pending its giver is busy with it
+// and neither joins nor leaves: a new predecessor means that the giver died and taker took its
+// range over. Whether or not the giver flipped, the copies here may be the only ones; where they
+// belong depends on where taker's take-over stopped — at this node's start as taker knew it,
+// which is the piece's start if the giver flipped and told taker of it before it died, and the
+// old start otherwise. Taker is asked (a ping: its answer names its successor as it knows it)
+// and settleOrphan acts on the answer. Discarded once the commit never came, as before, the
+// piece's items were lost though no node responsible for them had crashed (a migrant's split
+// leave gave the top of its range to its successor by a NIX, and the migrant and the leave's
+// receiver crashed before the commit: TestBalanceCrashProperties).
+func (n *Node) askTakerOfGiver(was, taker overlay.Peer) {
+	x := n.ackedFromBelow()
+	if x == nil || !(was.IsZero() || was.ID == x.from.ID) || taker.ID == x.from.ID {
 		return
 	}
 	n.maintain.orphanSeq = n.ping(taker, 0, false)
@@ -551,7 +559,7 @@ const maxOrphanRetries = 4 * maxCommitRetries
 // asked. A giver heard lately is alive, and its silence about the commit means it aborted: the
 // piece is discarded.
 func (n *Node) awaitTakerOfGiver(x *inXfer) bool {
-	if x.retries > maxOrphanRetries || x.kind != pb.HandoffKind_HANDOFF_NIX || x.piece.End != n.self.Start {
+	if x.retries > maxOrphanRetries || n.ackedFromBelow() != x {
 		return false
 	}
 	if _, asking := n.maintain.pings[n.maintain.orphanSeq]; asking {
@@ -572,25 +580,22 @@ func (n *Node) awaitTakerOfGiver(x *inXfer) bool {
 // that names another successor settles nothing: the piece is discarded after the asks for the
 // commit run out, as before.
 func (n *Node) settleOrphan(taker, succ overlay.Peer) {
-	x := n.in
-	if x == nil || !x.acked || x.kind != pb.HandoffKind_HANDOFF_NIX || x.piece.End != n.self.Start ||
-		x.from.ID == taker.ID || succ.ID != n.self.ID {
+	x := n.ackedFromBelow()
+	if x == nil || x.from.ID == taker.ID || succ.ID != n.self.ID ||
+		(succ.Start != x.piece.Start && succ.Start != n.self.Start) {
 		return
 	}
 	defer n.becameIdle()
-	switch succ.Start {
-	case x.piece.Start:
+	if succ.Start == x.piece.Start {
 		n.keepPiece(x)
 		n.tookNIX(x)
-	case n.self.Start:
+	} else {
 		n.in = nil
 		n.Stats.Aborts++
 		items := n.copiesIn(x.piece)
 		n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.from.ID, Range: x.piece, Items: len(items),
 			Detail: "giver died after this node acknowledged its piece; the piece's items written to the node that took its range over"})
 		n.pushCopies(items, true, "", "piece of a dead giver")
-	default:
-		return
 	}
 	n.releaseHeld()
 }
