@@ -40,16 +40,9 @@ func TestNIXGiverDiesAfterTheFlip(t *testing.T) {
 // be discarded when the commit never comes.
 func TestNIXGiverDiesAfterItsNewStartIsKnown(t *testing.T) {
 	nw := fiveNodes(t)
-	b, c := nw.nodes["b"], nw.nodes["c"]
+	b := nw.nodes["b"]
 	nw.drop = func(s sentMsg) bool { return s.m.GetHandoffCommit() != nil }
-	if err := c.GiveNIX(false, k(2500), pb.Cause_CAUSE_BALANCE, func(bool, int) {}); err != nil {
-		t.Fatal(err)
-	}
-	for c.Range().Start != k(2500) {
-		if !nw.step() {
-			t.Fatal("the handoff never flipped")
-		}
-	}
+	flipNIX(t, nw, "c", false, k(2500))
 	nw.advanceWith(DefaultConfig().ProbeInterval*2, nil) // pongs tell b where c starts now
 	if b.Range().End != k(2500) {
 		t.Fatalf("b owns %s: it has not heard of c's new start", b.Range())
@@ -69,10 +62,9 @@ func TestNIXGiverDiesAfterItsNewStartIsKnown(t *testing.T) {
 	}
 }
 
-// crashAfterFlip has giver give its neighbour (the successor when toSucc) its range's part on
-// that side of split by a NIX, and crashes it once it flipped: the commit in flight is dropped
-// with it.
-func crashAfterFlip(t *testing.T, nw *testNet, giver overlay.NodeID, toSucc bool, split overlay.Key) {
+// flipNIX has giver give its neighbour (the successor when toSucc) its range's part on that side
+// of split by a NIX, and delivers messages until the giver flipped.
+func flipNIX(t *testing.T, nw *testNet, giver overlay.NodeID, toSucc bool, split overlay.Key) {
 	t.Helper()
 	g := nw.nodes[giver]
 	before := g.Range()
@@ -84,6 +76,12 @@ func crashAfterFlip(t *testing.T, nw *testNet, giver overlay.NodeID, toSucc bool
 			t.Fatal("the handoff never flipped")
 		}
 	}
+}
+
+// crashAfterFlip is flipNIX, then the giver's crash: the commit in flight is dropped with it.
+func crashAfterFlip(t *testing.T, nw *testNet, giver overlay.NodeID, toSucc bool, split overlay.Key) {
+	t.Helper()
+	flipNIX(t, nw, giver, toSucc, split)
 	nw.crash(giver)
 }
 
@@ -140,16 +138,9 @@ func TestNIXGiverDiesAfterTheFlipToItsSuccessor(t *testing.T) {
 // TestBalanceCrashProperties: written to the taker instead, it left the piece to nobody).
 func TestNIXGiverDiesAfterTellingItsPredecessor(t *testing.T) {
 	nw := fiveNodes(t)
-	b, c, d := nw.nodes["b"], nw.nodes["c"], nw.nodes["d"]
+	b, d := nw.nodes["b"], nw.nodes["d"]
 	nw.drop = func(s sentMsg) bool { return s.m.GetHandoffCommit() != nil }
-	if err := c.GiveNIX(true, k(2500), pb.Cause_CAUSE_BALANCE, func(bool, int) {}); err != nil {
-		t.Fatal(err)
-	}
-	for c.Range().End != k(2500) {
-		if !nw.step() {
-			t.Fatal("the handoff never flipped")
-		}
-	}
+	flipNIX(t, nw, "c", true, k(2500))
 	nw.advanceWith(DefaultConfig().ProbeInterval*2, nil) // c's pongs name d, at its new start, as c's successor
 	nw.drop = nil
 	b.succList = b.succList[:1] // d's own pongs, still from its old start, filled b's list: b goes by c's word
