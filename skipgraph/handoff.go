@@ -257,10 +257,7 @@ func (n *Node) onOutTimer(id uint64) {
 			// written since wins); kept here, it was a copy outside this node's range that no
 			// read would ever find.
 			delete(n.committing, id)
-			items := n.copiesIn(x.piece)
-			n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.to.ID, Range: x.piece, Items: len(items),
-				Detail: "receiver never confirmed the commit; the piece's items held here written to its owner"})
-			n.pushCopies(items, true, "", "unconfirmed handoff")
+			n.writeOut(x.piece, x.to.ID, "", "receiver never confirmed the commit; the piece's items held here written to its owner")
 			if x.onDone != nil {
 				x.onDone()
 			}
@@ -592,10 +589,7 @@ func (n *Node) settleOrphan(taker, succ overlay.Peer) {
 	} else {
 		n.in = nil
 		n.Stats.Aborts++
-		items := n.copiesIn(x.piece)
-		n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.from.ID, Range: x.piece, Items: len(items),
-			Detail: "giver died after this node acknowledged its piece; the piece's items written to the node that took its range over"})
-		n.pushCopies(items, true, "", "piece of a dead giver")
+		n.writeOut(x.piece, x.from.ID, "", "giver died after this node acknowledged its piece; the piece's items written to the node that took its range over")
 	}
 	n.releaseHeld()
 }
@@ -617,18 +611,25 @@ func (n *Node) writeOutJoin(x *inXfer) {
 	if x.succ.IsZero() || x.succ.ID == x.from.ID {
 		via = x.pred.ID
 	}
-	items := n.copiesIn(x.piece)
 	if via == "" || via == x.from.ID {
-		n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.from.ID, Range: x.piece, Items: len(items),
+		n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.from.ID, Range: x.piece, Items: len(n.copiesIn(x.piece)),
 			Detail: "giver never confirmed an acknowledged join and named no other node; piece discarded"})
 		n.dropCopy(x.piece)
 	} else {
-		n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.from.ID, Range: x.piece, Items: len(items),
-			Detail: "giver never confirmed an acknowledged join; the piece's items written to its owner through " + string(via)})
-		n.pushCopies(items, true, via, "unconfirmed join")
+		n.writeOut(x.piece, x.from.ID, via, "giver never confirmed an acknowledged join; the piece's items written to its owner through "+string(via))
 	}
 	n.retryJoinLater()
 	n.releaseHeld()
+}
+
+// writeOut gives up the copies this node holds in piece, a handoff's that the other side, peer,
+// never settled: they go to whoever owns them now as writes that leave what the owner holds (a
+// value written since wins), through via when this node is outside the ring, and are dropped
+// once stored (pushCopies). The conflict event says why.
+func (n *Node) writeOut(piece overlay.Range, peer, via overlay.NodeID, why string) {
+	items := n.copiesIn(piece)
+	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: peer, Range: piece, Items: len(items), Detail: why})
+	n.pushCopies(items, true, via, "unsettled handoff")
 }
 
 func (n *Node) onInTimer(id uint64) {

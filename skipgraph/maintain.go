@@ -878,9 +878,8 @@ type takeOverCheck struct {
 
 // askBeforeTakeOver reports whether the take-over of the level-0 successor's range (keep: the
 // incarnation of its name that is alive, 0: none; gone: the nodes failed) up to next must wait
-// for next's word: no probe of
-// next has answered since the successor last did, so a node may lie between this range's end
-// and next unheard here. Next is then asked for its predecessor, and the take-over is made
+// for next's word: no probe of next has answered since the successor last did, so a node may lie
+// between this range's end and next unheard here. Next is then asked for its predecessor, and the take-over is made
 // when it answers (joinedBefore stops it at that node) or once the ask times out. Found by
 // TestBalanceCrashProperties, both ways over a live node's range: the successor list ran out
 // (four successors gone at once) and next was only the nearest node linked clockwise, past a
