@@ -1019,3 +1019,48 @@ func TestJoinerNotPlacedInItsGiversList(t *testing.T) {
 		}
 	}
 }
+
+// rejoin brings node id, crashed, back as a new incarnation without its state, joining through
+// via at position, and delivers every message until the network is quiet.
+func (nw *testNet) rejoin(id, via overlay.NodeID, position overlay.Key, seed uint64) *Node {
+	nw.t.Helper()
+	env := newFakeEnv(id, nw.clock, seed)
+	env.queue = func(s sentMsg) { nw.queue = append(nw.queue, s) }
+	n, err := New(env, store.NewMemory(), id, nw.cfg)
+	if err != nil {
+		nw.t.Fatal(err)
+	}
+	nw.nodes[id], nw.envs[id] = n, env
+	delete(nw.down, id)
+	if err := n.Join(via, position); err != nil {
+		nw.t.Fatal(err)
+	}
+	nw.run()
+	return n
+}
+
+// TestTakeOverPastTwoRejoinedNodes: b and c, a's successor and the node after it, crash and
+// join again elsewhere before a notices. b's new incarnation answers a's probe, and the
+// take-over of b's range stops at c, the node b last named as its successor (namedBySucc): a
+// asks c, and c's new incarnation answers. That answer removed c from a's links, and with it
+// the ask's ping, so the check never ended; the next one, asking d, stopped at c again, named
+// by b's last answer that nothing cleared — every probe interval for ever, the ranges of b and
+// c nobody's (a random case of TestOverlayProperties, kept as
+// -known-successor-link-to-a-rejoined-node). A check whose node is gone now ends as the ask's
+// time-out would, and a node's former incarnation, once gone, is no place to stop at.
+func TestTakeOverPastTwoRejoinedNodes(t *testing.T) {
+	nw := ringOf(t, placed{"a", 0}, placed{"b", 1000}, placed{"c", 2000}, placed{"d", 3000}, placed{"e", 4000})
+	nw.crash("b")
+	nw.crash("c")
+	nw.rejoin("c", "e", k(4500), 902)
+	nw.rejoin("b", "e", k(4700), 901)
+	nw.advanceWith(3*time.Minute, nw.checkNoOverlap)
+	nw.checkRing()
+	if a := nw.nodes["a"]; a.Range() != (overlay.Range{Start: "", End: k(3000)}) {
+		t.Fatalf("a owns %s, want [\"\", 3000)", a.Range())
+	}
+	// In one take-over: one up to c's former start left [2000, 3000) to a later one.
+	if lost := nw.envs["a"].eventsOf(overlay.EventRangeLost); len(lost) != 1 || lost[0].Range != (overlay.Range{Start: k(1000), End: k(3000)}) {
+		t.Fatalf("a reported ranges lost %+v, want [1000, 3000) once", lost)
+	}
+}
