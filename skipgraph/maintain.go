@@ -726,7 +726,7 @@ func (n *Node) linksFailed(id overlay.NodeID, keep uint64) {
 	}
 	gone := func(p overlay.Peer) bool { return p.ID == id && (keep == 0 || p.Incarnation != keep) }
 	// A take-over check that asked the node gone waits for an answer that will not come (its
-	// ping is dropped below): it ends at the end, as the ask's time-out would.
+	// ping is dropped below): once the links are updated, it ends as the ask's time-out would.
 	check := n.maintain.takeOver
 	askedGone := check.seq != 0 && gone(check.asked)
 	if askedGone {
