@@ -132,6 +132,29 @@ func TestNIXGiverDiesAfterTheFlipToItsSuccessor(t *testing.T) {
 	nw.checkLevels()
 }
 
+// TestNIXGiverDiesAndTheTakerIsNeverHeard: as above, but nothing the taker sends reaches the
+// receiver while it asks for the commit, so it never learns who holds the giver's range now.
+// When its asks run out it cannot tell a dead giver from one that aborted and lost touch; it
+// writes the piece's items to their owner — writes that leave what the owner holds — rather
+// than discard the only copies, which it did before.
+func TestNIXGiverDiesAndTheTakerIsNeverHeard(t *testing.T) {
+	nw := fiveNodes(t)
+	d := nw.nodes["d"]
+	crashAfterFlip(t, nw, "c", true, k(2500))
+	nw.drop = func(s sentMsg) bool { return s.from == "b" && s.to == "d" }
+	for d.Busy() {
+		nw.advance(DefaultConfig().HandoffRetry)
+	}
+	nw.drop = nil
+	nw.advance(time.Minute)
+	nw.checkReads("b", []int{1000, 1900, 2500, 2900}, nil)
+	if got := keyInts(t, d); slices.ContainsFunc(got, func(i int) bool { return i < 3000 }) {
+		t.Fatalf("d still holds copies of the piece: %v", got)
+	}
+	nw.checkRing()
+	nw.checkLevels()
+}
+
 // TestNIXGiverDiesAfterTellingItsPredecessor: as above, but the giver lives long enough after
 // the flip to tell its predecessor where its successor starts now: the take-over stops at the
 // piece, and the receiver, asking the taker where its range ends, keeps the piece (found by

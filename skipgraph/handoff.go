@@ -554,7 +554,7 @@ const maxOrphanRetries = 4 * maxCommitRetries
 // before the take-over can take longer than the asks last: a receiver gave up on its piece a
 // moment before the word came (TestBalanceCrashProperties). They also go on while the taker is
 // asked. A giver heard lately is alive, and its silence about the commit means it aborted: the
-// piece is discarded.
+// piece is discarded. One still silent when the asks run out is given up as giverSilent says.
 func (n *Node) awaitTakerOfGiver(x *inXfer) bool {
 	if x.retries > maxOrphanRetries || n.ackedFromBelow() != x {
 		return false
@@ -562,8 +562,19 @@ func (n *Node) awaitTakerOfGiver(x *inXfer) bool {
 	if _, asking := n.maintain.pings[n.maintain.orphanSeq]; asking {
 		return true
 	}
+	return n.giverSilent(x)
+}
+
+// giverSilent reports whether x is the acknowledged piece from below whose giver — this node's
+// predecessor, or gone from that link with no other node in its place — has not been heard from
+// lately. When the asks for its commit run out so, this node cannot tell a giver that died after
+// the flip (its range taken over by a node whose word never came) from one that aborted and lost
+// touch: the piece's items are written to their owner, as writes that leave what the owner
+// holds (TestNIXGiverDiesAndTheTakerIsNeverHeard). Discarded, as before, they were lost in the
+// first case; the second brings back a key deleted meanwhile, the joiner's trade (writeOutJoin).
+func (n *Node) giverSilent(x *inXfer) bool {
 	pred := n.levels[0].pred
-	return (pred.IsZero() || pred.ID == x.from.ID) && !n.predHeardLately()
+	return n.ackedFromBelow() == x && (pred.IsZero() || pred.ID == x.from.ID) && !n.predHeardLately()
 }
 
 // settleOrphan acts on the answer of taker (see askTakerOfGiver), which names succ as its
@@ -582,15 +593,23 @@ func (n *Node) settleOrphan(taker, succ overlay.Peer) {
 		(succ.Start != x.piece.Start && succ.Start != n.self.Start) {
 		return
 	}
-	defer n.becameIdle()
-	if succ.Start == x.piece.Start {
-		n.keepPiece(x)
-		n.tookNIX(x)
-	} else {
-		n.in = nil
-		n.Stats.Aborts++
-		n.writeOut(x.piece, x.from.ID, "", "giver died after this node acknowledged its piece; the piece's items written to the node that took its range over")
+	if succ.Start != x.piece.Start {
+		n.writeOutIn(x, "giver died after this node acknowledged its piece; the piece's items written to the node that took its range over")
+		return
 	}
+	defer n.becameIdle()
+	n.keepPiece(x)
+	n.tookNIX(x)
+	n.releaseHeld()
+}
+
+// writeOutIn gives up x, an acknowledged incoming piece whose commit will not come, writing its
+// items to their owner (writeOut).
+func (n *Node) writeOutIn(x *inXfer, why string) {
+	defer n.becameIdle()
+	n.in = nil
+	n.Stats.Aborts++
+	n.writeOut(x.piece, x.from.ID, "", why)
 	n.releaseHeld()
 }
 
@@ -656,6 +675,10 @@ func (n *Node) onInTimer(id uint64) {
 	if x.retries > maxCommitRetries && !n.awaitTakerOfGiver(x) {
 		if n.state == StateJoining {
 			n.writeOutJoin(x)
+			return
+		}
+		if n.giverSilent(x) {
+			n.writeOutIn(x, "giver silent and the node that took its range over never heard from after this node acknowledged its piece; the piece's items written to their owner")
 			return
 		}
 		n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.from.ID, Range: x.piece,
