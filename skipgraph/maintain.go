@@ -1539,7 +1539,13 @@ func (n *Node) onNeighborUpdate(from overlay.Peer, u *pb.NeighborUpdate) {
 	expected := cur.ID == overlay.NodeID(u.Expect)
 	switch {
 	case cur.ID == node.ID:
-		if node.Version >= cur.Version {
+		// Versions count within one incarnation. Another incarnation of the node linked here is
+		// not taken on a third node's word: the link was learnt from the node itself, and the word
+		// may be stale. A node whose successor link, just made to a new incarnation by a join it
+		// gave, was set back to the former one, by an update its own failure report drew, owned
+		// that one's old range again and gave half of it to the next joiner (a random case of
+		// TestOverlayProperties; TestUpdateNamingAFormerIncarnationRefused).
+		if node.Incarnation == cur.Incarnation && node.Version >= cur.Version {
 			*cur = node
 		}
 		return

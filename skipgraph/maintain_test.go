@@ -1064,3 +1064,24 @@ func TestTakeOverPastTwoRejoinedNodes(t *testing.T) {
 		t.Fatalf("a reported ranges lost %+v, want [1000, 3000) once", lost)
 	}
 }
+
+// TestUpdateNamingAFormerIncarnationRefused: a neighbour update that names another incarnation
+// of the node linked on that side (with a higher version, counted in that incarnation) leaves the
+// link alone. a's successor link was set back so to a former incarnation of b, at b's old start
+// further on: a's range reached over b's new one, and a gave half of it to a joiner (a random
+// case of TestOverlayProperties: two owners of one range).
+func TestUpdateNamingAFormerIncarnationRefused(t *testing.T) {
+	nw := fourNodes(t)
+	a, b := nw.nodes["a"], nw.nodes["b"]
+	former := b.Self().WithStart(k(1500), b.Self().Version+3)
+	former.Incarnation += 2
+	a.onNeighborUpdate(nw.nodes["c"].Self(), &pb.NeighborUpdate{Level: 0, Side: pb.Side_SIDE_SUCC, Node: former.ToPB(), Expect: []byte("c")})
+	if _, s := a.Neighbors(0); s.Incarnation != b.Self().Incarnation || s.Start != k(1000) {
+		t.Fatalf("a's successor is %+v, want b as it is", s)
+	}
+	if got := a.Range(); got != (overlay.Range{Start: "", End: k(1000)}) {
+		t.Fatalf("a owns %s, want [\"\", 1000)", got)
+	}
+	nw.advance(time.Minute)
+	nw.checkRing()
+}
