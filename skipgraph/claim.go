@@ -32,8 +32,13 @@ import (
 //     which overwrite x's older copies (readmit);
 //   - x's claim wins over a confirmed n: n sends its items with keep_existing, x's values stand
 //     and only keys x lacks are added (readmit);
-//   - x's claim wins over an unconfirmed n: n's copies there predate the ring's take-over (they
-//     were counted lost then, and keys deleted since would come back); it drops them (cede);
+//   - x's claim wins over an unconfirmed n: the same. n's copies there were counted lost when
+//     its range was taken over, and may be older than the ring's values (a node restored from
+//     its store, or back from a pause), which keep_existing leaves standing; but they may also
+//     be the only copies: a node cut off by a partition took handoffs from its own side
+//     meanwhile, and dropping them, as we once did, lost items that no crash took (a random
+//     case of TestPartitionProperties). The trade is the joiner's (writeOutJoin): a key that
+//     the ring deleted meanwhile comes back;
 //   - neither claim is confirmed: readmit with keep_existing, whatever the versions. Neither
 //     node took writes while unconfirmed (it holds requests), so the newest values in the
 //     overlap are those written where x answered from before: n took x's range over without
@@ -116,15 +121,15 @@ func (n *Node) settleOverlap(x overlay.Peer, p *pb.Pong) {
 	mine := n.ownClaim()
 	theirs := claim{confirmed: !p.Unconfirmed, version: p.Claim, id: x.ID}
 	switch {
+	case mine.confirmed && mine.outranks(theirs):
+		n.readmit(x, false, decide(mine, theirs, true))
 	case !mine.confirmed && !theirs.confirmed:
 		n.readmit(x, true, fmt.Sprintf("neither claim confirmed (ours %s, theirs %s): the node answering from its start keeps its values", mine, theirs))
-	case mine.outranks(theirs):
-		n.readmit(x, false, decide(mine, theirs, true))
-	case mine.confirmed:
-		n.readmit(x, true, decide(theirs, mine, false))
 	default:
-		n.cede(x, decide(theirs, mine, false))
+		n.readmit(x, true, decide(theirs, mine, false))
 	}
+	// An unconfirmed node held the requests for its range: those for the piece go on to x.
+	n.releaseHeld()
 }
 
 // readmit gives the overlap [x.start, end) to x, which answers from there: x's place is kept,
@@ -159,6 +164,7 @@ func (n *Node) readmit(x overlay.Peer, keepExisting bool, why string) {
 // still find, the others the tick writes out again (strays). With keepExisting the owners' own
 // values stand. A node outside the ring sends them through via, a live node.
 func (n *Node) pushCopies(items []overlay.Item, keepExisting bool, via overlay.NodeID, why string) {
+	n.Stats.WrittenOut += len(items)
 	for len(items) > 0 {
 		batch := items[:min(len(items), n.cfg.MaxItemsPerMessage)]
 		items = items[len(batch):]
@@ -176,28 +182,6 @@ func (n *Node) pushCopies(items []overlay.Item, keepExisting bool, via overlay.N
 			}
 		})
 	}
-}
-
-// cede gives the overlap [x.start, end) up while this node's own claim is unconfirmed and
-// outranked: what it holds there are copies from before it was replaced, older than what the
-// ring holds, and counted lost when its range was taken over. It drops them rather than push
-// them as writes. Requests it held for keys of the piece go on to x.
-func (n *Node) cede(x overlay.Peer, why string) {
-	piece := overlay.Range{Start: x.Start, End: n.end()}
-	stale := 0
-	_ = n.store.Ascend(piece, func(overlay.Key, []byte) bool {
-		stale++
-		return true
-	})
-	n.levels[0].succ = x
-	n.succList = n.trimSuccList(append([]overlay.Peer{x}, n.succList...))
-	n.maintain.former = nil
-	n.lost.remove(piece)
-	n.dropCopy(piece)
-	n.Stats.StaleDropped += stale
-	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.ID, Range: piece, Items: stale,
-		Detail: fmt.Sprintf("overlapping claims: %s; a live node owns this part, %d stale copies dropped", why, stale)})
-	n.releaseHeld()
 }
 
 // pushStrays writes the items held outside this node's range to their owners again, after a

@@ -162,6 +162,21 @@ func (n *Node) lookup(op pb.Op, key overlay.Key, value []byte) uint64 {
 	return id
 }
 
+// announceVia sends a search for the owner of this node's start into the ring at via, a node
+// this node declared dead that answered from outside its range: via may be in another ring that
+// formed while the two were cut off from each other. The owner of this node's start there finds
+// it inside its own range (onLookup) and settles the overlap, which begins the merge of
+// the two rings. In the same ring the search ends at this node itself, and nothing happens.
+func (n *Node) announceVia(via overlay.NodeID) {
+	id := n.newReqID()
+	req := &request{id: id, kind: overlay.ResultLookup, op: pb.Op_OP_FIND, key: n.self.Start, via: via, onDone: func(overlay.Result) {}}
+	req.issue = func() {
+		m := &pb.Lookup{ReqId: id, Origin: n.selfRef, Route: &pb.Route{Key: []byte(req.key)}, Op: pb.Op_OP_FIND}
+		n.send(via, &pb.Envelope{Body: &pb.Envelope_Lookup{Lookup: m}}, pb.Cause_CAUSE_MAINTAIN)
+	}
+	n.startRequest(req)
+}
+
 func (n *Node) newReqID() uint64 {
 	n.nextReq++
 	return n.nextReq
@@ -285,6 +300,9 @@ func (n *Node) onLookup(e *pb.Envelope, m *pb.Lookup) {
 			n.forwardWrite(overlay.Item{Key: key}, true)
 		}
 	case pb.Op_OP_FIND:
+		// A search whose origin starts inside this node's range comes from a node that takes
+		// part of it for its own (another ring's, after a partition: announceVia).
+		n.checkIntruder(overlay.PeerFromPB(m.Origin), n.levels[0].succ)
 	default:
 		reply.Status, reply.Error = pb.Status_STATUS_INVALID, fmt.Sprintf("unknown operation %v", m.Op)
 	}

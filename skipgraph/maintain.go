@@ -1,6 +1,7 @@
 package skipgraph
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -50,6 +51,9 @@ type pingInfo struct {
 	// counts for nothing here (see askVouch).
 	vouchFor overlay.NodeID
 	vouchSeq uint64
+	// cutOff marks a call on a node this node declared dead (callCutOff): its silence is
+	// expected and counts for nothing.
+	cutOff bool
 }
 
 type maintainState struct {
@@ -119,10 +123,21 @@ type maintainState struct {
 	// (namedBySucc).
 	succSucc    overlay.Peer
 	formerCalls map[overlay.NodeID]int
+	// cutOff are the successors this node declared dead and took the range of, called on now
+	// and then for a while (callCutOff): one that answers was cut off, not dead (a partition),
+	// and the two rings that formed meanwhile merge through it.
+	cutOff []cutOffPeer
 	// recent are the last nodes heard from in level scans, remembered too when the node finds
 	// itself alone: its links may all have been dead while they were not.
 	recent     [16]overlay.Peer
 	recentNext int
+}
+
+// cutOffPeer is a successor declared dead, and when it is called on next.
+type cutOffPeer struct {
+	peer  overlay.Peer
+	calls int
+	next  time.Time
 }
 
 // beyondAnswer is what a node past the successor, as described by from, named as its
@@ -223,8 +238,9 @@ func (n *Node) onTick() {
 		n.pushStrays()
 	}
 	lk := n.levels[0]
+	n.callFormerPeers()
+	n.callCutOff()
 	if lk.succ.ID == n.self.ID {
-		n.callFormerPeers()
 		return
 	}
 	// The successor's tables of links are asked for every tableEvery ticks, and whenever the
@@ -316,6 +332,9 @@ func (n *Node) onPing(from overlay.Peer, p *pb.Ping) {
 	if !n.Owns() {
 		return // a node that left stays silent, so its neighbours repair around it
 	}
+	if from.Start == n.self.Start && from.ID != n.self.ID {
+		n.checkSameStart(from) // it is checking this node: check it too, and one yields
+	}
 	if p.Level == 0 && len(n.levels) > 0 && from.ID == n.levels[0].pred.ID {
 		n.maintain.predPinged, n.maintain.predPingedBy = n.env.Now(), from.ID
 	}
@@ -399,11 +418,31 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 	if fromSucc {
 		n.succMovedUp(from, overlay.PeerFromPB(p.Pred))
 	}
+	if info.cutOff {
+		if from.Incarnation != info.incarnation {
+			n.forgetCutOff(from)
+			n.maintain.intruder, n.maintain.intruderSeq = "", 0
+			return // restarted since: a new node, which joined through the ring
+		}
+		if from.Start != n.end() && from.Start != n.self.Start && !overlay.StrictlyBetween(n.self.Start, from.Start, n.end()) {
+			// Outside this range: it may hold a place in another ring, where the owner of this
+			// node's start is the one to find this node inside its range. It is called on
+			// again as planned, in case this search goes astray in rings still merging.
+			n.maintain.intruder, n.maintain.intruderSeq = "", 0
+			n.announceVia(from.ID)
+			return
+		}
+		n.forgetCutOff(from)
+	}
 	if p.Seq == n.maintain.intruderSeq && from.ID == n.maintain.intruder {
 		// Only the answer to the check itself counts: an older pong may have been sent before
 		// the node handed its range over. A node that answers now still owns its range (a node
 		// that left answers no pings); one that is leaving will hand it to this node next.
 		n.maintain.intruder, n.maintain.intruderSeq = "", 0
+		if from.Start == n.self.Start {
+			n.settleSameStart(from, p)
+			return
+		}
 		if from.Start == n.end() {
 			if from.ID != n.levels[0].succ.ID {
 				// It starts where this range ends: it joined below the successor, taking the
@@ -520,7 +559,14 @@ func (n *Node) isSucc(p overlay.Peer) bool {
 // from the successor every tick, never got further than two or three of them (30% of 500 nodes
 // crashing, seed 21).
 func (n *Node) checkIntruder(x, above overlay.Peer) bool {
-	if x.IsZero() || x.ID == n.self.ID || !overlay.StrictlyBetween(n.self.Start, x.Start, above.Start) {
+	if x.IsZero() || x.ID == n.self.ID {
+		return false
+	}
+	if x.Start == n.self.Start {
+		n.checkSameStart(x)
+		return true
+	}
+	if !overlay.StrictlyBetween(n.self.Start, x.Start, above.Start) {
 		return false
 	}
 	if _, checking := n.maintain.pings[n.maintain.intruderSeq]; checking {
@@ -529,6 +575,31 @@ func (n *Node) checkIntruder(x, above overlay.Peer) bool {
 	n.maintain.intruder = x.ID
 	n.maintain.intruderSeq = n.ping(x, 0, true)
 	return true
+}
+
+// checkSameStart pings x, a node that starts where this one does, as an intruder check. Two
+// nodes can only come to share a start in two rings that formed apart (each side of a partition
+// let a node join, or move a boundary, at the same key); neither range can be cut at the other's
+// start, so one of the two gives its place up (settleSameStart). The node checked is made to
+// check this one in turn (onPing), so that each learns the other's claim and exactly one yields.
+func (n *Node) checkSameStart(x overlay.Peer) {
+	if _, checking := n.maintain.pings[n.maintain.intruderSeq]; checking {
+		return
+	}
+	n.maintain.intruder = x.ID
+	n.maintain.intruderSeq = n.ping(x, 0, true)
+}
+
+// settleSameStart decides between this node and x, which answered from the same start: the
+// node whose claim is outranked (claim.go) writes its items out to their owners and joins again
+// (joinAgain) through x, whose range holds its start.
+func (n *Node) settleSameStart(x overlay.Peer, p *pb.Pong) {
+	theirs := claim{confirmed: !p.Unconfirmed, version: p.Claim, id: x.ID}
+	if n.state != StateActive || n.Busy() || len(n.committing) > 0 || n.ownClaim().outranks(theirs) {
+		return // a busy node yields at a later check, once its handoffs are settled
+	}
+	n.joinAgain(append([]overlay.NodeID{x.ID}, slices.DeleteFunc(n.linkedIDs(), func(id overlay.NodeID) bool { return id == x.ID })...),
+		fmt.Sprintf("%s starts here too, and its claim %s outranks ours %s", x.ID, theirs, n.ownClaim()))
 }
 
 func (n *Node) updateNeighbor(to overlay.NodeID, l int, side pb.Side, node overlay.Peer, expect overlay.NodeID, cause pb.Cause) {
@@ -553,8 +624,8 @@ func (n *Node) onPingTimeout(seq uint64) {
 		return
 	}
 	delete(n.maintain.pings, seq)
-	if info.vouchFor != "" {
-		return // a ping asked for by another node: its silence is that node's to judge
+	if info.vouchFor != "" || info.cutOff {
+		return // a ping asked for by another node, or a call on a node found dead before
 	}
 	if c := n.maintain.takeOver; c.seq != 0 && c.seq == seq {
 		// The node asked did not answer: take the range over as without the check.
@@ -795,6 +866,7 @@ func (n *Node) linksFailed(id overlay.NodeID, keep uint64) {
 				items = max(0, items-kept)
 			}
 			n.rangeLost(lost, id, items)
+			n.rememberCutOff(dead)
 			if didAdopt {
 				n.lost.remove(adopted)
 			}
@@ -1239,7 +1311,7 @@ func (n *Node) noteRecent(p overlay.Peer) {
 // called at most formerCalls times.
 func (n *Node) callFormerPeers() {
 	m := &n.maintain
-	if len(m.former) == 0 {
+	if len(m.former) == 0 || !n.Alone() {
 		return
 	}
 	if _, checking := m.pings[m.intruderSeq]; checking {
@@ -1257,6 +1329,61 @@ func (n *Node) callFormerPeers() {
 
 // formerCalls is how often a lone node calls on each former neighbour.
 const formerCalls = 20
+
+// rememberCutOff keeps p, a successor just declared dead, to be called on later (callCutOff).
+func (n *Node) rememberCutOff(p overlay.Peer) {
+	m := &n.maintain
+	m.cutOff = slices.DeleteFunc(m.cutOff, func(f cutOffPeer) bool { return f.peer.ID == p.ID })
+	if len(m.cutOff) == maxCutOff {
+		m.cutOff = m.cutOff[1:]
+	}
+	m.cutOff = append(m.cutOff, cutOffPeer{peer: p, next: n.env.Now().Add(cutOffFirst * n.cfg.ProbeInterval)})
+}
+
+// callCutOff calls on one successor this node declared dead, if one is due, as an intruder
+// check: a node declared dead that answers from inside this node's range was cut off rather
+// than dead, and is re-admitted (onPong). After a partition both sides hold the whole circle in
+// rings of their own; without these calls only a node left alone looked for the others, and two
+// rings of several nodes each stayed apart for ever. The calls come further apart each time
+// (from cutOffFirst to cutOffLast probe intervals) and stop after cutOffCalls, about an hour.
+func (n *Node) callCutOff() {
+	m := &n.maintain
+	if _, checking := m.pings[m.intruderSeq]; checking {
+		return
+	}
+	now := n.env.Now()
+	for i, f := range m.cutOff {
+		if now.Before(f.next) {
+			continue
+		}
+		f.calls++
+		f.next = now.Add(time.Duration(min(cutOffFirst<<f.calls, cutOffLast)) * n.cfg.ProbeInterval)
+		if f.calls >= cutOffCalls {
+			m.cutOff = slices.Delete(m.cutOff, i, i+1)
+		} else {
+			m.cutOff[i] = f
+		}
+		m.intruder = f.peer.ID
+		m.intruderSeq = n.ping(f.peer, 0, true)
+		info := m.pings[m.intruderSeq]
+		info.cutOff = true
+		m.pings[m.intruderSeq] = info
+		return
+	}
+}
+
+// forgetCutOff drops p from the nodes to call on: it answered.
+func (n *Node) forgetCutOff(p overlay.Peer) {
+	n.maintain.cutOff = slices.DeleteFunc(n.maintain.cutOff, func(f cutOffPeer) bool { return f.peer.ID == p.ID })
+}
+
+// How many successors declared dead a node calls on, and how often (see callCutOff).
+const (
+	maxCutOff   = 8
+	cutOffFirst = 2  // probe intervals before the first call
+	cutOffLast  = 64 // probe intervals between the last calls
+	cutOffCalls = 16
+)
 
 // relinkAround unlinks a dead level-0 successor from every level above 0 on its behalf, from the
 // links it reported last: on each level, its two neighbours are told about each other, as a leave

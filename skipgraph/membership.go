@@ -217,17 +217,29 @@ func (n *Node) joinSplit(mine overlay.Range, position overlay.Key) (overlay.Key,
 		return "", err
 	}
 	if count >= 2 {
+		// The median key clockwise from this node's start: never the start itself, which would
+		// give the joiner the whole range at this node's own start. The store visits the full
+		// circle from its smallest key, so a lone node walks it as two ranges (a lone node
+		// holding a key at its own start, after its ring had failed around it, gave joiners
+		// its start: TestJoinSplitOfALoneNodeHoldingItsStart).
+		walk := []overlay.Range{mine}
+		if mine.IsFull() && mine.Start != "" {
+			walk = []overlay.Range{{Start: mine.Start, End: overlay.Key("")}, {Start: overlay.Key(""), End: mine.Start}}
+		}
 		var split overlay.Key
-		i := 0
-		err := n.store.Ascend(mine, func(k overlay.Key, _ []byte) bool {
-			if i == count/2 {
+		found, i := false, 0
+		for _, r := range walk {
+			err := n.store.Ascend(r, func(k overlay.Key, _ []byte) bool {
+				found = i == count/2
 				split = k
-				return false
+				i++
+				return !found
+			})
+			if err != nil || found {
+				return split, err
 			}
-			i++
-			return true
-		})
-		return split, err
+		}
+		return "", errors.New(refusePosition) // the store changed under the walk: not expected
 	}
 	if position == mine.Start || !mine.Contains(position) {
 		return "", errors.New(refusePosition)
@@ -447,9 +459,20 @@ func (n *Node) tryLeave() {
 		n.env.SetTimer(n.backoff(n.cfg.JoinBackoff, n.leave.attempts), overlay.Timer{Kind: timerLeave})
 		return
 	}
+	if n.levels[0].succ.ID == n.self.ID && (len(n.maintain.former) > 0 || len(n.maintain.cutOff) > 0) {
+		// Alone because every node it knew went silent, and still calling on them: they may be
+		// cut off rather than dead (a partition), and one that answers takes the range. Leaving
+		// now took the only copies of its items out of a network that still ran (a random case
+		// of TestPartitionProperties: a node cut off alone was asked to leave). The runtime's
+		// leave ends at its deadline meanwhile, keeping the store for a restart.
+		n.leave.attempts++
+		n.env.SetTimer(n.backoff(n.cfg.JoinBackoff, n.leave.attempts), overlay.Timer{Kind: timerLeave})
+		return
+	}
 	if n.levels[0].succ.ID == n.self.ID {
-		// The last node: there is nobody to hand the range to. (Checked only once no handoff is
-		// under way: a lone node giving a joiner its first piece is not the last one if it flips.)
+		// The last node: there is nobody to hand the range to, and no former neighbour is
+		// still called on. (Checked only once no handoff is under way: a lone node giving a
+		// joiner its first piece is not the last one if it flips.)
 		n.state = StateLeft
 		n.Stats.ItemsLost += n.store.Len()
 		n.env.Report(overlay.Event{Kind: overlay.EventRangeLost, Peer: n.self.ID, Range: n.Range(), Items: n.store.Len(),

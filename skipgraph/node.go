@@ -128,12 +128,12 @@ type Stats struct {
 	// Vouched counts successors whose missed pings were forgiven because the node after them
 	// had them answer its own ping meanwhile (askVouch).
 	Vouched int
-	// StaleDropped counts copies an unconfirmed node dropped from parts of its former range
-	// that live nodes own now (see cede).
-	StaleDropped int
-	HandoffsOut  int            // handoffs this node gave, flipped
-	HandoffsIn   int            // handoffs this node received, committed
-	ItemsOut     [NumCauses]int // items given in flipped handoffs, by the cause they served
+	// WrittenOut counts copies this node held but did not own any more that it wrote to their
+	// owners (pushCopies: re-admissions, joining again, handoffs never settled).
+	WrittenOut  int
+	HandoffsOut int            // handoffs this node gave, flipped
+	HandoffsIn  int            // handoffs this node received, committed
+	ItemsOut    [NumCauses]int // items given in flipped handoffs, by the cause they served
 	// BalanceItemsOut splits ItemsOut[BALANCE] by pb.HandoffKind: NIX pieces, migrants' leaves,
 	// and (JOIN, JOIN_BELOW) the pieces migrants take from their targets, whose side SmartRNP
 	// chooses.

@@ -1051,6 +1051,32 @@ func TestJoinAtTakenPosition(t *testing.T) {
 	nw.checkLevels()
 }
 
+// TestJoinSplitOfALoneNodeHoldingItsStart: a node alone after its ring failed around it owns
+// the whole circle from its own start, and holds a key at that start. A joiner gets the half
+// clockwise after the median key from the start — not the node's own start, which the store's
+// walk of the full circle from its smallest key picked, giving the joiner the whole circle at
+// the giver's start (two, then three, nodes at one start: found by TestPartitionProperties).
+func TestJoinSplitOfALoneNodeHoldingItsStart(t *testing.T) {
+	nw := newTestNet(t, DefaultConfig())
+	nw.bootstrap("a")
+	b := nw.join("b", "a", k(500))
+	nw.crash("a")
+	nw.advance(time.Minute)
+	if !b.Alone() || b.Range().Start != k(500) {
+		t.Fatalf("b owns %s, alone %v; the test wants it alone from 500", b.Range(), b.Alone())
+	}
+	load(t, nw, b, []overlay.Item{{Key: k(100), Value: val(100)}, {Key: k(500), Value: val(500)}})
+	c := nw.join("c", "b", k(900))
+	nw.advance(time.Minute)
+	if c.State() != StateActive || c.Self().Start == b.Self().Start {
+		t.Fatalf("c is %s at %x, b at %x", c.State(), c.Self().Start, b.Self().Start)
+	}
+	if b.Range() != (overlay.Range{Start: k(500), End: k(100)}) || c.Range() != (overlay.Range{Start: k(100), End: k(500)}) {
+		t.Fatalf("b owns %s and c %s; want the cut at 100, the median clockwise from 500", b.Range(), c.Range())
+	}
+	nw.checkRing()
+}
+
 // TestRequestRetriedAfterFailure: a read sent to a node that just crashed gets no answer; the
 // retry after RequestTimeout reaches the node that took the dead range over.
 func TestRequestRetriedAfterFailure(t *testing.T) {

@@ -194,29 +194,34 @@ func (n *Node) checkWait() {
 // rejoinAfresh gives up a place that no predecessor confirmed in maxUnconfirmed probe intervals
 // of hearing from other nodes: the live ring does not link to it, so others hold its range and
 // counted its items lost when they took it over. Serving its copies anyway answered stale values
-// beside the real owner (found by the docker chaos test after a pause), so it drops them and
-// joins again, as a new incarnation, through the nodes it knows. A node that knows nobody keeps
-// waiting.
+// beside the real owner (found by the docker chaos test after a pause), so it joins again, as a
+// new incarnation, through the nodes it knows. Its copies go first to whoever owns their keys
+// now, as writes that leave what the owner holds: they may be older than the ring's values
+// (those stand), but they may also be the only ones — a node cut off by a partition took
+// handoffs from its own side meanwhile — and dropping them, as we once did, lost items that no
+// crash took. The trade is the joiner's (writeOutJoin): a key deleted in the ring meanwhile comes
+// back. A node that knows nobody keeps waiting.
 func (n *Node) rejoinAfresh() {
-	intro := n.linkedIDs()
-	if len(intro) == 0 {
-		return
+	n.joinAgain(n.linkedIDs(), "never confirmed by a predecessor")
+}
+
+// joinAgain gives up this node's place: its copies go to whoever owns their keys, through the
+// first of intro, as writes that leave what the owners hold, and it joins again as a new
+// incarnation through intro, near its old start. why says what made it.
+func (n *Node) joinAgain(intro []overlay.NodeID, why string) {
+	if len(intro) == 0 || n.Busy() || len(n.committing) > 0 {
+		return // tried again later: a handoff under way needs the node's links
 	}
 	whole := overlay.Range{Start: n.self.Start, End: n.self.Start}
-	stale := n.store.Len()
 	if n.obs != nil {
 		n.obs.PieceLeaving(whole) // its load statistics go with the copies
 	}
-	if err := n.store.DeleteRange(whole); err != nil {
-		n.env.Logger().Warn("drop stale copies before joining again", zap.Error(err))
-	}
-	n.Stats.StaleDropped += stale
-	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: n.levels[0].pred.ID, Range: n.Range(), Items: stale,
-		Detail: fmt.Sprintf("never confirmed by a predecessor; %d stale copies dropped, joining again", stale)})
-	position := n.self.Start
+	pred, position := n.levels[0].pred.ID, n.self.Start
 	n.lost = nil
 	n.unconfirmedSince = time.Time{}
 	n.becomeNew()
+	// Once it owns nothing, every item it holds is a copy to write out (copiesIn).
+	n.writeOut(whole, pred, intro[0], why+"; joining again, its items written to their owners through "+string(intro[0]))
 	n.join = joinState{}
 	if err := n.Join(intro[0], position, intro[1:]...); err != nil {
 		n.env.Logger().Warn("could not join again", zap.Error(err))

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -106,9 +107,59 @@ func TestPartitionDropsTraffic(t *testing.T) {
 	}
 }
 
+// TestPartitionedHalvesMerge cuts 16 nodes into two halves of eight — two arcs of the ring, or
+// every other node — for longer than it takes each half to take the other's ranges over and
+// close a ring of its own. After the cut heals, the nodes that declared others dead call on them
+// (callCutOff), and the two rings merge into one with every item where it was: without those
+// calls, no node being alone, the two rings stayed apart for ever.
+func TestPartitionedHalvesMerge(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		side func(i int) int
+		cut  time.Duration
+	}{
+		{"arcs, 2 minutes", func(i int) int { return i / 8 }, 2 * time.Minute},
+		{"arcs, 30 minutes", func(i int) int { return i / 8 }, 30 * time.Minute},
+		{"every other node, 2 minutes", func(i int) int { return i % 2 }, 2 * time.Minute},
+		{"every other node, 30 minutes", func(i int) int { return i % 2 }, 30 * time.Minute},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := build(t, DefaultConfig(), 16)
+			for i := 0; i < 300; i++ {
+				k, v := overlay.Uint64Key(uint64(i*3331)%1_000_000), fmt.Sprint(i)
+				h.Do(h.RandomOwner(), func(n *node.Node) uint64 { return n.Put(k, []byte(v)) }, func(r overlay.Result) {
+					if r.Status != pb.Status_STATUS_OK {
+						t.Fatalf("put %x: %v %s", k, r.Status, r.Err)
+					}
+					h.Expected[k] = v
+				})
+			}
+			h.Net.RunWhile(func() bool { return h.Pending() > 0 }, h.Net.Now()+time.Hour)
+			owners := h.Net.owners() // in ring order
+			groups := map[overlay.NodeID]int{}
+			for i, s := range owners {
+				groups[s.id] = c.side(i)
+			}
+			h.Net.Partition(groups)
+			h.Net.RunFor(c.cut)
+			if rep := h.Net.CheckStructure(); rep.OK() {
+				t.Fatal("the halves did not form rings of their own: the test tests nothing")
+			}
+			h.Net.Heal()
+			if !h.settle(time.Hour, func(int) {}) {
+				t.Fatalf("an hour after the cut healed: %s", h.Net.Check())
+			}
+			if m, x, w := h.Net.CheckItems(h.Expected, h.Lost); m+x+w > 0 {
+				t.Fatalf("items: %d missing, %d unexpected, %d wrong", m, x, w)
+			}
+		})
+	}
+}
+
 // TestRendezvousEndsALoneNodesSplit: a node cut off from all others long enough takes the whole
-// circle, and once it has called on every node it remembered (formerCalls times each) it stops
-// calling: after the partition heals it held the whole circle beside the ring for ever — what a
+// circle, and once it has called on every node it remembered (formerCalls times each, and those
+// it declared dead cutOffCalls times, for about an hour) it stops calling: after the partition
+// heals it held the whole circle beside the ring for ever — what a
 // node whose every link crashed at once did too (30% of 500 nodes crashing). The simulator's
 // rendezvous, as the libp2p runtime's through the DHT, gives it a live node to call on, and the
 // two rings merge.
@@ -119,9 +170,9 @@ func TestRendezvousEndsALoneNodesSplit(t *testing.T) {
 		h := build(t, cfg, 8)
 		lone := h.IDs()[3]
 		h.Net.Partition(map[overlay.NodeID]int{lone: 1})
-		h.Net.RunFor(time.Hour)
+		h.Net.RunFor(2 * time.Hour)
 		if !h.Net.Node(lone).Alone() {
-			t.Fatalf("rendezvous %s: %s, cut off for an hour, is not alone", rendezvous, lone)
+			t.Fatalf("rendezvous %s: %s, cut off for two hours, is not alone", rendezvous, lone)
 		}
 		h.Net.Heal()
 		h.Net.RunFor(10 * time.Minute)

@@ -111,33 +111,7 @@ func (p *propertyNet) settle(what string) {
 func TestOverlayProperties(t *testing.T) {
 	defer fixedRapidSeed(t, 20261122)()
 	rapid.Check(t, func(rt *rapid.T) {
-		cfg := DefaultConfig()
-		cfg.Seed = rapid.Uint64().Draw(rt, "seed")
-		cfg.Jitter = time.Duration(rapid.IntRange(0, 2).Draw(rt, "jitter")) * time.Second
-		cfg.Marshal = true
-		cfg.FitTimeouts()
-		if debugLog {
-			cfg.Logger = zap.NewExample()
-		}
-		h, err := NewHarness(cfg)
-		if err != nil {
-			rt.Fatal(err)
-		}
-		p := &propertyNet{t: rt, h: h}
-		h.Net.OnEvent = func(at overlay.NodeID, e overlay.Event) {
-			rt.Logf("t=%s %s event %d peer=%s %v %s", h.Net.Now(), at, e.Kind, e.Peer, e.Range, e.Detail)
-			switch e.Kind {
-			case overlay.EventJoined:
-				h.Joined++
-			case overlay.EventLeft:
-				h.Left++
-			}
-		}
-		if err := h.Build(rapid.IntRange(2, 12).Draw(rt, "initial"), time.Second, true,
-			func(int) overlay.Key { return overlay.Uint64Key(h.Net.rng.Uint64N(1000)) }, 5000*time.Second, nil); err != nil {
-			rt.Fatal(err)
-		}
-		p.settle("build")
+		p := newPropertyNet(rt)
 		rounds := rapid.IntRange(1, 6).Draw(rt, "rounds")
 		for round := 0; round < rounds; round++ {
 			p.writes(rt)
@@ -146,6 +120,39 @@ func TestOverlayProperties(t *testing.T) {
 			p.reads(rt)
 		}
 	})
+}
+
+// newPropertyNet builds 2 to 12 nodes by protocol joins on a network drawn by rt (seed, jitter)
+// and waits for them to settle.
+func newPropertyNet(rt *rapid.T) *propertyNet {
+	cfg := DefaultConfig()
+	cfg.Seed = rapid.Uint64().Draw(rt, "seed")
+	cfg.Jitter = time.Duration(rapid.IntRange(0, 2).Draw(rt, "jitter")) * time.Second
+	cfg.Marshal = true
+	cfg.FitTimeouts()
+	if debugLog {
+		cfg.Logger = zap.NewExample()
+	}
+	h, err := NewHarness(cfg)
+	if err != nil {
+		rt.Fatal(err)
+	}
+	p := &propertyNet{t: rt, h: h}
+	h.Net.OnEvent = func(at overlay.NodeID, e overlay.Event) {
+		rt.Logf("t=%s %s event %d peer=%s %v %s", h.Net.Now(), at, e.Kind, e.Peer, e.Range, e.Detail)
+		switch e.Kind {
+		case overlay.EventJoined:
+			h.Joined++
+		case overlay.EventLeft:
+			h.Left++
+		}
+	}
+	if err := h.Build(rapid.IntRange(2, 12).Draw(rt, "initial"), time.Second, true,
+		func(int) overlay.Key { return overlay.Uint64Key(h.Net.rng.Uint64N(1000)) }, 5000*time.Second, nil); err != nil {
+		rt.Fatal(err)
+	}
+	p.settle("build")
+	return p
 }
 
 // writes puts and deletes keys from random nodes and waits for the answers.
