@@ -255,8 +255,15 @@ func (n *Node) linkedIDs() []overlay.NodeID {
 func (n *Node) endWait() {
 	n.unconfirmedSince = time.Time{}
 	// Copies beyond the range it holds now (its successor's start may have moved down while it
-	// was away) are not its own any more.
-	n.dropCopy(overlay.Range{Start: n.end(), End: n.self.Start})
+	// was away) are not its own any more; they go to their owners as writes that leave what
+	// those hold. Dropped, as they once were, they took with them copies a failed write-out had
+	// left here to be written again (a re-admission's, while this node waited: found by
+	// TestPartitionProperties).
+	if r := n.Range(); !r.IsFull() {
+		if items := n.copiesIn(overlay.Range{Start: r.End, End: r.Start}); len(items) > 0 {
+			n.pushCopies(items, true, "", "copies outside the range once confirmed")
+		}
+	}
 	slices.SortStableFunc(n.held, func(a, b *pb.Envelope) int {
 		return cmp.Compare(batchFirst(a), batchFirst(b))
 	})

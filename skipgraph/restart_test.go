@@ -407,6 +407,29 @@ func TestUnconfirmedNodeJoinsAfresh(t *testing.T) {
 	nw.checkAllValues(t, want)
 }
 
+// TestConfirmedNodeWritesOutCopiesBeyondItsRange: a waiting node holds a copy outside its range
+// that a failed write-out left there to be written again (it re-admitted a node, and the write
+// of what it held in that node's part came back unanswered). Once its neighbours confirm it, the
+// copy goes to its owner; dropped as "not its own any more", as it once was, it was the only one
+// (found by TestPartitionProperties).
+func TestConfirmedNodeWritesOutCopiesBeyondItsRange(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	b, c := nw.nodes["b"], nw.nodes["c"]
+	_ = b.Store().Put(k(2550), []byte("only-copy"))
+	b.strays = true
+	b.startWait()
+	nw.advance(time.Minute)
+	if b.unconfirmed() {
+		t.Fatal("b was never confirmed: the test tests nothing")
+	}
+	if got := value(t, c, 2550); got != "only-copy" {
+		t.Fatalf("2550 at its owner c: %q, want the copy b held", got)
+	}
+	if _, held, _ := b.Store().Get(k(2550)); held {
+		t.Fatal("b still holds the copy outside its range")
+	}
+}
+
 // TestReturningNodeNotConfirmedOverLiveNodes: c is cut off until it owns the whole circle. When
 // the partition heals it cedes to the first former neighbour that answers — e — and its
 // predecessor b links to it again while c's messages to d and e are slow. Had b's word alone
