@@ -1257,6 +1257,44 @@ func TestJoinBelowPredecessorLinksAtOnce(t *testing.T) {
 	nw.checkRing()
 }
 
+// TestLeaverUnawareOfAJoinBelowItsSuccessor: of r, l and m, m migrates below r (taking r's start,
+// r's moves up), and l, r's predecessor, does not hear of it before it leaves: it hands its range
+// to r naming r as its successor. The range ends at m's start, not r's: r must link m. Taking
+// the leaver's word, r found itself the last node and owned the whole circle beside m (a random
+// case of TestBalanceCrashProperties, kept as -known-leaver-unaware-of-a-join-below).
+func TestLeaverUnawareOfAJoinBelowItsSuccessor(t *testing.T) {
+	nw := newTestNet(t, DefaultConfig())
+	r := nw.bootstrap("r")
+	l := nw.join("l", "r", k(500))
+	m := nw.join("m", "r", k(800))
+	nw.advance(time.Minute)
+	// m's word of its new place (and r's, that m is its predecessor) does not reach l.
+	nw.drop = func(s sentMsg) bool {
+		u := s.m.GetNeighborUpdate()
+		return s.to == "l" && u != nil && overlay.NodeID(u.Node.GetId()) == "m" && m.State() != StateLeaving
+	}
+	if err := m.Migrate("r", k(100), true); err != nil {
+		t.Fatal(err)
+	}
+	nw.run()
+	if m.State() != StateActive || m.Range().End != r.Self().Start {
+		t.Fatalf("m is %s owning %s, r starts at %x: the migration below r did not happen", m.State(), m.Range(), r.Self().Start)
+	}
+	if _, s := l.Neighbors(0); s.ID != "r" {
+		t.Fatalf("l links %s: the test wants it unaware of m", s.ID)
+	}
+	nw.drop = nil
+	if err := l.Leave(); err != nil {
+		t.Fatal(err)
+	}
+	nw.run()
+	if r.Alone() || r.Range().End != m.Self().Start {
+		t.Fatalf("r owns %s (alone %v), m starts at %x", r.Range(), r.Alone(), m.Self().Start)
+	}
+	nw.advance(time.Minute)
+	nw.checkRing()
+}
+
 // TestJoinerMadeKnownToTheGiversNewPredecessor: a migrates below d, and d hands it the piece
 // naming its predecessor c; before a acknowledges, c leaves, giving its range to b and telling d
 // that b is its predecessor now. a, once joined, tells c (gone) to link it; d crashes right
