@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -20,17 +19,7 @@ import (
 //
 //	SKIPRANGE_RANDOM_PROPS=1 go test ./testnet/sim/ -run 'TestPartitionProperties$' -rapid.checks=3000
 func TestPartitionProperties(t *testing.T) {
-	defer fixedRapidSeed(t, 20261129)()
-	rapid.Check(t, func(rt *rapid.T) {
-		p := newPropertyNet(rt)
-		rounds := rapid.IntRange(1, 3).Draw(rt, "rounds")
-		for round := 0; round < rounds; round++ {
-			p.writes(rt)
-			p.partition(rt)
-			p.settle(fmt.Sprintf("round %d", round))
-			p.reads(rt)
-		}
-	})
+	checkRounds(t, 20261129, 3, (*propertyNet).partition)
 }
 
 // partition cuts the live nodes in two groups, either two arcs of the ring or two random sets,

@@ -109,13 +109,20 @@ func (p *propertyNet) settle(what string) {
 // come from a fixed seed, so that CI runs the same schedules every time; `make test-props`
 // explores many random ones.
 func TestOverlayProperties(t *testing.T) {
-	defer fixedRapidSeed(t, 20261122)()
+	checkRounds(t, 20261122, 6, (*propertyNet).burst)
+}
+
+// checkRounds runs rapid cases drawn from seed unless told otherwise (fixedRapidSeed): each
+// builds a network (newPropertyNet) and runs 1 to maxRounds rounds of writes, a disturbance,
+// a settle with every check, and checked reads.
+func checkRounds(t *testing.T, seed uint64, maxRounds int, disturb func(*propertyNet, *rapid.T)) {
+	defer fixedRapidSeed(t, seed)()
 	rapid.Check(t, func(rt *rapid.T) {
 		p := newPropertyNet(rt)
-		rounds := rapid.IntRange(1, 6).Draw(rt, "rounds")
+		rounds := rapid.IntRange(1, maxRounds).Draw(rt, "rounds")
 		for round := 0; round < rounds; round++ {
 			p.writes(rt)
-			p.burst(rt)
+			disturb(p, rt)
 			p.settle(fmt.Sprintf("round %d", round))
 			p.reads(rt)
 		}
