@@ -12,6 +12,7 @@ import (
 
 	"github.com/libp2p/go-libp2p"
 	dht "github.com/libp2p/go-libp2p-kad-dht"
+	coreconnmgr "github.com/libp2p/go-libp2p/core/connmgr"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -94,6 +95,7 @@ type hostConfig struct {
 	listenAddrs []string
 	bootstrap   []peer.AddrInfo
 	registerer  prometheus.Registerer
+	gater       coreconnmgr.ConnectionGater
 }
 
 // newHost starts a libp2p host on TCP and QUIC with Noise, a connection manager whose
@@ -135,6 +137,9 @@ func newHost(cfg hostConfig) (host.Host, *dht.IpfsDHT, error) {
 		libp2p.ResourceManager(rm),
 		libp2p.DisableRelay(),
 		libp2p.AddrsFactory(withoutLoopback),
+	}
+	if cfg.gater != nil {
+		opts = append(opts, libp2p.ConnectionGater(cfg.gater))
 	}
 	if cfg.registerer != nil {
 		opts = append(opts, libp2p.PrometheusRegisterer(cfg.registerer))

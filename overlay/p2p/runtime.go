@@ -12,6 +12,7 @@ import (
 	"time"
 
 	dht "github.com/libp2p/go-libp2p-kad-dht"
+	coreconnmgr "github.com/libp2p/go-libp2p/core/connmgr"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -77,6 +78,9 @@ type Config struct {
 	ClientTimeout time.Duration
 	WriteTimeout  time.Duration
 	IdleTimeout   time.Duration
+	// Gater, when set, may refuse the host's connections (tests cut a local network in two
+	// with it).
+	Gater coreconnmgr.ConnectionGater
 }
 
 // Runtime runs one node on a libp2p host: every message, timer and client request becomes a step
@@ -150,7 +154,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	if len(cfg.ListenAddrs) == 0 {
 		cfg.ListenAddrs = []string{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/udp/0/quic-v1"}
 	}
-	h, kad, err := newHost(hostConfig{identity: cfg.Identity, listenAddrs: cfg.ListenAddrs, bootstrap: cfg.Bootstrap, registerer: cfg.Registerer})
+	h, kad, err := newHost(hostConfig{identity: cfg.Identity, listenAddrs: cfg.ListenAddrs, bootstrap: cfg.Bootstrap, registerer: cfg.Registerer, gater: cfg.Gater})
 	if err != nil {
 		return nil, err
 	}

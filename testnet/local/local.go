@@ -88,6 +88,7 @@ type Network struct {
 	opts    Options
 	mu      sync.Mutex
 	members []*Member
+	cut     cut
 }
 
 // Start starts n nodes: the first starts the overlay, the others join it one after the other
@@ -165,7 +166,12 @@ func (nw *Network) run(ctx context.Context, m *Member) error {
 	}
 	m.joined, m.joinOnce = make(chan struct{}), &sync.Once{}
 	joined, once := m.joined, m.joinOnce
+	self, err := peer.IDFromPrivateKey(m.Identity)
+	if err != nil {
+		return err
+	}
 	cfg := p2p.Config{
+		Gater:         gater{self: self, cut: &nw.cut},
 		Identity:      m.Identity,
 		ListenAddrs:   []string{"/ip4/127.0.0.1/tcp/0"},
 		Node:          *nw.opts.Node,
