@@ -32,7 +32,7 @@ type gater struct {
 	cut  *cut
 }
 
-func (g gater) InterceptPeerDial(p peer.ID) bool                { return !g.cut.apart(g.self, p) }
+func (g gater) InterceptPeerDial(p peer.ID) bool                 { return !g.cut.apart(g.self, p) }
 func (g gater) InterceptAddrDial(p peer.ID, _ ma.Multiaddr) bool { return !g.cut.apart(g.self, p) }
 func (g gater) InterceptAccept(network.ConnMultiaddrs) bool      { return true }
 func (g gater) InterceptSecured(_ network.Direction, p peer.ID, _ network.ConnMultiaddrs) bool {
