@@ -133,11 +133,13 @@ type maintainState struct {
 	recentNext int
 }
 
-// cutOffPeer is a successor declared dead, and when it is called on next.
+// cutOffPeer is a successor declared dead: how often it was called on, when it is next, and
+// until when.
 type cutOffPeer struct {
 	peer  overlay.Peer
 	calls int
 	next  time.Time
+	until time.Time
 }
 
 // beyondAnswer is what a node past the successor, as described by from, named as its
@@ -1337,7 +1339,8 @@ func (n *Node) rememberCutOff(p overlay.Peer) {
 	if len(m.cutOff) == maxCutOff {
 		m.cutOff = m.cutOff[1:]
 	}
-	m.cutOff = append(m.cutOff, cutOffPeer{peer: p, next: n.env.Now().Add(cutOffFirst * n.cfg.ProbeInterval)})
+	now := n.env.Now()
+	m.cutOff = append(m.cutOff, cutOffPeer{peer: p, next: now.Add(cutOffFirst * n.cfg.ProbeInterval), until: now.Add(cutOffFor)})
 }
 
 // callCutOff calls on one successor this node declared dead, if one is due, as an intruder
@@ -1345,24 +1348,21 @@ func (n *Node) rememberCutOff(p overlay.Peer) {
 // than dead, and is re-admitted (onPong). After a partition both sides hold the whole circle in
 // rings of their own; without these calls only a node left alone looked for the others, and two
 // rings of several nodes each stayed apart for ever. The calls come further apart each time
-// (from cutOffFirst to cutOffLast probe intervals) and stop after cutOffCalls, about an hour.
+// (from cutOffFirst to cutOffLast probe intervals) and stop cutOffFor after the death.
 func (n *Node) callCutOff() {
 	m := &n.maintain
 	if _, checking := m.pings[m.intruderSeq]; checking {
 		return
 	}
 	now := n.env.Now()
+	m.cutOff = slices.DeleteFunc(m.cutOff, func(f cutOffPeer) bool { return now.After(f.until) })
 	for i, f := range m.cutOff {
 		if now.Before(f.next) {
 			continue
 		}
 		f.calls++
 		f.next = now.Add(time.Duration(min(cutOffFirst<<f.calls, cutOffLast)) * n.cfg.ProbeInterval)
-		if f.calls >= cutOffCalls {
-			m.cutOff = slices.Delete(m.cutOff, i, i+1)
-		} else {
-			m.cutOff[i] = f
-		}
+		m.cutOff[i] = f
 		m.intruder = f.peer.ID
 		m.intruderSeq = n.ping(f.peer, 0, true)
 		info := m.pings[m.intruderSeq]
@@ -1382,7 +1382,7 @@ const (
 	maxCutOff   = 8
 	cutOffFirst = 2  // probe intervals before the first call
 	cutOffLast  = 64 // probe intervals between the last calls
-	cutOffCalls = 16
+	cutOffFor   = time.Hour
 )
 
 // relinkAround unlinks a dead level-0 successor from every level above 0 on its behalf, from the

@@ -158,7 +158,7 @@ func TestPartitionedHalvesMerge(t *testing.T) {
 
 // TestRendezvousEndsALoneNodesSplit: a node cut off from all others long enough takes the whole
 // circle, and once it has called on every node it remembered (formerCalls times each, and those
-// it declared dead cutOffCalls times, for about an hour) it stops calling: after the partition
+// it declared dead for an hour, cutOffFor) it stops calling: after the partition
 // heals it held the whole circle beside the ring for ever — what a
 // node whose every link crashed at once did too (30% of 500 nodes crashing). The simulator's
 // rendezvous, as the libp2p runtime's through the DHT, gives it a live node to call on, and the
