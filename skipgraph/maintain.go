@@ -1331,9 +1331,8 @@ func (n *Node) rememberCutOff(p overlay.Peer) {
 	m.cutOff = append(m.cutOff, cutOffPeer{peer: p, next: now.Add(cutOffFirst * n.cfg.ProbeInterval), until: now.Add(cutOffFor)})
 }
 
-// callCutOff calls on one successor this node declared dead, if one is due, as an intruder
-// check: a node declared dead that answers from inside this node's range was cut off rather
-// than dead, and is re-admitted (onPong). After a partition both sides hold the whole circle in
+// callCutOff calls on one successor this node declared dead, if one is due: one that answers
+// was cut off rather than dead (cutOffAnswered). After a partition both sides hold the whole circle in
 // rings of their own; without these calls only a node left alone looked for the others, and two
 // rings of several nodes each stayed apart for ever. The calls come further apart each time
 // (from cutOffFirst to cutOffLast probe intervals) and stop cutOffFor after the death.
