@@ -840,12 +840,22 @@ func (n *Node) linksFailed(id overlay.NodeID, keep uint64) {
 		} else {
 			n.levels[0].succ = next
 		}
-		if oldEnd == n.end() {
+		switch {
+		case oldEnd == n.end():
 			// The link was stale: the node that holds the range starts where this one ends.
 			n.debug("successor gone; relinked to the node holding its range", func() []zap.Field {
 				return []zap.Field{zap.String("gone", string(id)), zap.String("new_succ", string(next.ID))}
 			})
-		} else {
+		case !next.IsZero() && oldEnd != n.self.Start && overlay.StrictlyBetween(n.self.Start, next.Start, oldEnd):
+			// The next live node starts inside this range (a node this one took for dead and
+			// never re-admitted, after a partition): the range shrinks to it, nothing is lost,
+			// and the copies beyond its new end go to their owners, leaving what those hold.
+			// Kept, they stayed here outside the range, the only copies (a random case of
+			// TestPartitionProperties).
+			if items := n.copiesIn(overlay.Range{Start: n.end(), End: oldEnd}); len(items) > 0 {
+				n.pushCopies(items, true, "", "range shrunk to a live node inside it")
+			}
+		default:
 			lost := overlay.Range{Start: oldEnd, End: n.end()}
 			items := 0
 			if n.maintain.succItemsOf.ID == id {
