@@ -197,13 +197,10 @@ func (n *Node) pushStrays() {
 	if r.Start == r.End {
 		return // the whole circle is this node's
 	}
-	items := n.copiesIn(overlay.Range{Start: r.End, End: r.Start})
-	if len(items) == 0 {
-		return
+	if items := n.writeOutCopies(overlay.Range{Start: r.End, End: r.Start}, "", "stray copies"); items > 0 {
+		n.env.Report(overlay.Event{Kind: overlay.EventConflict, Items: items,
+			Detail: fmt.Sprintf("%d copies held outside the range after a failed write to their owners; written again", items)})
 	}
-	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Items: len(items),
-		Detail: fmt.Sprintf("%d copies held outside the range after a failed write to their owners; written again", len(items))})
-	n.pushCopies(items, true, "", "stray copies")
 }
 
 // copiesIn returns the items this node holds in r outside the range it is responsible for.

@@ -646,9 +646,19 @@ func (n *Node) writeOutJoin(x *inXfer) {
 // value written since wins), through via when this node is outside the ring, and are dropped
 // once stored (pushCopies). The conflict event says why.
 func (n *Node) writeOut(piece overlay.Range, peer, via overlay.NodeID, why string) {
-	items := n.copiesIn(piece)
-	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: peer, Range: piece, Items: len(items), Detail: why})
-	n.pushCopies(items, true, via, "unsettled handoff")
+	items := n.writeOutCopies(piece, via, "unsettled handoff")
+	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: peer, Range: piece, Items: items, Detail: why})
+}
+
+// writeOutCopies writes the copies this node holds in r, and is not responsible for, to their
+// owners as writes that leave what those hold, through via when this node is outside the ring
+// (pushCopies); it returns how many.
+func (n *Node) writeOutCopies(r overlay.Range, via overlay.NodeID, why string) int {
+	items := n.copiesIn(r)
+	if len(items) > 0 {
+		n.pushCopies(items, true, via, why)
+	}
+	return len(items)
 }
 
 func (n *Node) onInTimer(id uint64) {

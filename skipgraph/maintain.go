@@ -334,8 +334,8 @@ func (n *Node) onPing(from overlay.Peer, p *pb.Ping) {
 	if !n.Owns() {
 		return // a node that left stays silent, so its neighbours repair around it
 	}
-	if from.Start == n.self.Start && from.ID != n.self.ID {
-		n.checkSameStart(from) // it is checking this node: check it too, and one yields
+	if from.Start == n.self.Start {
+		n.checkIntruder(from, n.levels[0].succ) // it is checking this node: check it too, and one yields
 	}
 	if p.Level == 0 && len(n.levels) > 0 && from.ID == n.levels[0].pred.ID {
 		n.maintain.predPinged, n.maintain.predPingedBy = n.env.Now(), from.ID
@@ -548,15 +548,14 @@ func (n *Node) isSucc(p overlay.Peer) bool {
 // its answer look stale, and a walk down a chain of nodes past this range's end, started again
 // from the successor every tick, never got further than two or three of them (30% of 500 nodes
 // crashing, seed 21).
+//
+// A node that starts where this one does is checked too. Two nodes can only come to share a
+// start in two rings that formed apart (each side of a partition let a node join, or move a
+// boundary, at the same key); neither range can be cut at the other's start, so one of the two
+// gives its place up (settleSameStart). The node checked checks this one in turn (onPing), so
+// that each learns the other's claim and exactly one yields.
 func (n *Node) checkIntruder(x, above overlay.Peer) bool {
-	if x.IsZero() || x.ID == n.self.ID {
-		return false
-	}
-	if x.Start == n.self.Start {
-		n.checkSameStart(x)
-		return true
-	}
-	if !overlay.StrictlyBetween(n.self.Start, x.Start, above.Start) {
+	if x.IsZero() || x.ID == n.self.ID || x.Start != n.self.Start && !overlay.StrictlyBetween(n.self.Start, x.Start, above.Start) {
 		return false
 	}
 	if _, checking := n.maintain.pings[n.maintain.intruderSeq]; checking {
@@ -565,19 +564,6 @@ func (n *Node) checkIntruder(x, above overlay.Peer) bool {
 	n.maintain.intruder = x.ID
 	n.maintain.intruderSeq = n.ping(x, 0, true)
 	return true
-}
-
-// checkSameStart pings x, a node that starts where this one does, as an intruder check. Two
-// nodes can only come to share a start in two rings that formed apart (each side of a partition
-// let a node join, or move a boundary, at the same key); neither range can be cut at the other's
-// start, so one of the two gives its place up (settleSameStart). The node checked is made to
-// check this one in turn (onPing), so that each learns the other's claim and exactly one yields.
-func (n *Node) checkSameStart(x overlay.Peer) {
-	if _, checking := n.maintain.pings[n.maintain.intruderSeq]; checking {
-		return
-	}
-	n.maintain.intruder = x.ID
-	n.maintain.intruderSeq = n.ping(x, 0, true)
 }
 
 // settleSameStart decides between this node and x, which answered from the same start: the
@@ -852,9 +838,7 @@ func (n *Node) linksFailed(id overlay.NodeID, keep uint64) {
 			// and the copies beyond its new end go to their owners, leaving what those hold.
 			// Kept, they stayed here outside the range, the only copies (a random case of
 			// TestPartitionProperties).
-			if items := n.copiesIn(overlay.Range{Start: n.end(), End: oldEnd}); len(items) > 0 {
-				n.pushCopies(items, true, "", "range shrunk to a live node inside it")
-			}
+			n.writeOutCopies(overlay.Range{Start: n.end(), End: oldEnd}, "", "range shrunk to a live node inside it")
 		default:
 			lost := overlay.Range{Start: oldEnd, End: n.end()}
 			items := 0
@@ -1379,11 +1363,9 @@ func (n *Node) cutOffAnswered(x overlay.Peer, incarnation uint64) {
 		n.maintain.cutOff = slices.DeleteFunc(n.maintain.cutOff, func(f cutOffPeer) bool { return f.peer.ID == x.ID })
 		return
 	}
-	if x.Start == n.self.Start || overlay.StrictlyBetween(n.self.Start, x.Start, n.end()) {
-		n.checkIntruder(x, n.levels[0].succ)
-		return
+	if !n.checkIntruder(x, n.levels[0].succ) {
+		n.announceVia(x.ID)
 	}
-	n.announceVia(x.ID)
 }
 
 // How many successors declared dead a node calls on, and how often (see callCutOff).

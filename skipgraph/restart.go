@@ -260,9 +260,7 @@ func (n *Node) endWait() {
 	// left here to be written again (a re-admission's, while this node waited: found by
 	// TestPartitionProperties).
 	if r := n.Range(); !r.IsFull() {
-		if items := n.copiesIn(overlay.Range{Start: r.End, End: r.Start}); len(items) > 0 {
-			n.pushCopies(items, true, "", "copies outside the range once confirmed")
-		}
+		n.writeOutCopies(overlay.Range{Start: r.End, End: r.Start}, "", "copies outside the range once confirmed")
 	}
 	slices.SortStableFunc(n.held, func(a, b *pb.Envelope) int {
 		return cmp.Compare(batchFirst(a), batchFirst(b))
