@@ -109,7 +109,7 @@ type Runtime struct {
 	lastSnap  []byte
 	member    bool // memberMeta is written
 	protected map[peer.ID]bool
-	learned   map[peer.ID]string // the addresses last learned for each peer, to skip repeats
+	learned   map[peer.ID]learnedAddrs // the addresses last learned for each peer, to skip repeats
 	waiters   map[uint64]chan overlay.Result
 	completed []completion        // results of this step, handed to their waiters once it is durable
 	starting  chan overlay.Result // the waiter of the request being started (it may complete at once)
@@ -167,7 +167,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		rng:    rand.New(rand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:]))),
 		events: make(chan func(), 4096), stop: make(chan struct{}), done: make(chan struct{}),
 		ctx: rctx, cancel: cancel,
-		protected: map[peer.ID]bool{}, learned: map[peer.ID]string{},
+		protected: map[peer.ID]bool{}, learned: map[peer.ID]learnedAddrs{},
 		waiters: map[uint64]chan overlay.Result{},
 		senders: map[overlay.NodeID]*sender{},
 	}

@@ -159,7 +159,7 @@ func (r *Runtime) handleOverlay(st network.Stream) {
 			r.metrics.received(bodyName(m))
 		}
 		if !r.post(func() {
-			r.learnAddrs(m)
+			r.learnAddrs(m, time.Now())
 			r.node.Handle(from, m)
 		}) {
 			_ = st.Reset()
@@ -181,9 +181,20 @@ func (r *Runtime) handleUnknown(st network.Stream) {
 	_ = st.Reset()
 }
 
+// learnedAddrs are the addresses last recorded for a peer, and when.
+type learnedAddrs struct {
+	key string
+	at  time.Time
+}
+
+// learnedAddrTTL is how long learned addresses stay in the peerstore. The same addresses heard
+// again are recorded again once half of it has passed: recorded only once, they expired after
+// the first hour, and a node called on after a long partition was dialled through the DHT.
+const learnedAddrTTL = time.Hour
+
 // learnAddrs records the listen addresses carried by every node descriptor in m, so that the
 // node can reach the peers it hears of without asking the DHT.
-func (r *Runtime) learnAddrs(m *pb.Envelope) {
+func (r *Runtime) learnAddrs(m *pb.Envelope, now time.Time) {
 	walkNodeRefs(m.ProtoReflect(), func(ref *pb.NodeRef) {
 		if len(ref.Addrs) == 0 || overlay.NodeID(ref.Id) == r.self {
 			return
@@ -193,7 +204,7 @@ func (r *Runtime) learnAddrs(m *pb.Envelope) {
 			return
 		}
 		key := string(joinBytes(ref.Addrs))
-		if r.learned[id] == key {
+		if l := r.learned[id]; l.key == key && now.Sub(l.at) < learnedAddrTTL/2 {
 			return
 		}
 		var addrs []multiaddr.Multiaddr
@@ -202,8 +213,8 @@ func (r *Runtime) learnAddrs(m *pb.Envelope) {
 				addrs = append(addrs, a)
 			}
 		}
-		r.host.Peerstore().AddAddrs(id, addrs, time.Hour)
-		r.learned[id] = key
+		r.host.Peerstore().AddAddrs(id, addrs, learnedAddrTTL)
+		r.learned[id] = learnedAddrs{key: key, at: now}
 	})
 }
 

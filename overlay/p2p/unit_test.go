@@ -8,10 +8,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
+	"github.com/multiformats/go-multiaddr"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/skiprange/skiprange/overlay/pb"
@@ -310,5 +313,41 @@ func TestLoadOrCreateIdentity(t *testing.T) {
 	// A path that cannot be read (a directory) is an error, not a new identity.
 	if _, err := LoadOrCreateIdentity(dir); err == nil {
 		t.Error("a directory accepted as a key file")
+	}
+}
+
+// TestLearnedAddrsRecordedAgain: addresses heard again are recorded again once half their time
+// in the peerstore has passed, not only the first time (they expired after an hour, and a node
+// called on after a long partition could be dialled only through the DHT).
+func TestLearnedAddrsRecordedAgain(t *testing.T) {
+	h, err := libp2p.New(libp2p.NoListenAddrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	r := &Runtime{host: h, learned: map[peer.ID]learnedAddrs{}}
+	_, pub, err := crypto.GenerateEd25519Key(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := peer.IDFromPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := multiaddr.StringCast("/ip4/10.0.0.1/tcp/4001")
+	m := &pb.Envelope{From: &pb.NodeRef{Id: []byte(id), Addrs: [][]byte{addr.Bytes()}}, Body: &pb.Envelope_Ping{Ping: &pb.Ping{}}}
+	t0 := time.Now()
+	for _, c := range []struct {
+		after    time.Duration
+		recorded bool
+	}{{0, true}, {10 * time.Minute, false}, {learnedAddrTTL / 2, true}} {
+		h.Peerstore().ClearAddrs(id)
+		r.learnAddrs(m, t0.Add(c.after))
+		if got := len(h.Peerstore().Addrs(id)) > 0; got != c.recorded {
+			t.Fatalf("heard again %s after it was first recorded: recorded %v, want %v", c.after, got, c.recorded)
+		}
+		if c.recorded {
+			t0 = t0.Add(c.after)
+		}
 	}
 }

@@ -122,6 +122,8 @@ func TestPartitionedHalvesMerge(t *testing.T) {
 		{"arcs, 30 minutes", func(i int) int { return i / 8 }, 30 * time.Minute},
 		{"every other node, 2 minutes", func(i int) int { return i % 2 }, 2 * time.Minute},
 		{"every other node, 30 minutes", func(i int) int { return i % 2 }, 30 * time.Minute},
+		{"arcs, 3 hours", func(i int) int { return i / 8 }, 3 * time.Hour},
+		{"every other node, 3 hours", func(i int) int { return i % 2 }, 3 * time.Hour},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := build(t, DefaultConfig(), 16)
@@ -156,9 +158,45 @@ func TestPartitionedHalvesMerge(t *testing.T) {
 	}
 }
 
+// TestPartitionedHalvesMergeAfterMigrations: during a long cut every node of one side moves (a
+// migration, as balancing does): the other side's calls on the nodes it declared dead are all
+// answered by new incarnations. Such an answer ended the calls, as if the node had joined this
+// node's own ring, and the rings stayed apart for ever; it now also sends the search for the
+// caller's start through the new incarnation (announceVia), whose ring may be the other one.
+func TestPartitionedHalvesMergeAfterMigrations(t *testing.T) {
+	h := build(t, DefaultConfig(), 16)
+	owners := h.Net.owners()
+	groups := map[overlay.NodeID]int{}
+	var moving []overlay.NodeID
+	for i, s := range owners {
+		groups[s.id] = i / 8
+		if i >= 8 {
+			moving = append(moving, s.id)
+		}
+	}
+	h.Net.Partition(groups)
+	h.Net.RunFor(30 * time.Minute)
+	for i, id := range moving {
+		target := moving[(i+1)%len(moving)]
+		split := h.Net.Node(target).Range().Start + "\x00"
+		if err := h.Net.Node(id).Migrate(target, split, false); err != nil {
+			t.Fatalf("migrate %s next to %s: %v", id, target, err)
+		}
+		h.Net.RunFor(5 * time.Minute)
+		if h.Net.Node(id).Self().Start != split {
+			t.Fatalf("%s did not move to %x: it starts at %x", id, split, h.Net.Node(id).Self().Start)
+		}
+	}
+	h.Net.RunFor(time.Hour)
+	h.Net.Heal()
+	if !h.settle(time.Hour, func(int) {}) {
+		t.Fatalf("an hour after the cut healed: %s", h.Net.Check())
+	}
+}
+
 // TestRendezvousEndsALoneNodesSplit: a node cut off from all others long enough takes the whole
 // circle, and once it has called on every node it remembered (formerCalls times each, and those
-// it declared dead for an hour, cutOffFor) it stops calling: after the partition
+// it declared dead for a day, cutOffFor) it stops calling: after the partition
 // heals it held the whole circle beside the ring for ever — what a
 // node whose every link crashed at once did too (30% of 500 nodes crashing). The simulator's
 // rendezvous, as the libp2p runtime's through the DHT, gives it a live node to call on, and the
@@ -170,9 +208,9 @@ func TestRendezvousEndsALoneNodesSplit(t *testing.T) {
 		h := build(t, cfg, 8)
 		lone := h.IDs()[3]
 		h.Net.Partition(map[overlay.NodeID]int{lone: 1})
-		h.Net.RunFor(2 * time.Hour)
+		h.Net.RunFor(25 * time.Hour)
 		if !h.Net.Node(lone).Alone() {
-			t.Fatalf("rendezvous %s: %s, cut off for two hours, is not alone", rendezvous, lone)
+			t.Fatalf("rendezvous %s: %s, cut off for 25 hours, is not alone", rendezvous, lone)
 		}
 		h.Net.Heal()
 		h.Net.RunFor(10 * time.Minute)

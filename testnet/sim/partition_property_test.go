@@ -46,7 +46,7 @@ func (p *propertyNet) partition(t *rapid.T) {
 		}
 	}
 	p.h.Net.Partition(groups)
-	cut := []time.Duration{5 * time.Second, 20 * time.Second, 90 * time.Second, 5 * time.Minute, 30 * time.Minute}
+	cut := []time.Duration{5 * time.Second, 20 * time.Second, 90 * time.Second, 5 * time.Minute, 30 * time.Minute, 3 * time.Hour}
 	d := cut[rapid.IntRange(0, len(cut)-1).Draw(t, "cut")]
 	t.Logf("t=%s partition %v for %s", p.h.Net.Now(), groups, d)
 	if rapid.IntRange(0, 2).Draw(t, "burst inside") == 0 {
