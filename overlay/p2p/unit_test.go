@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
+	p2ptest "github.com/libp2p/go-libp2p/core/test"
 	"github.com/multiformats/go-multiaddr"
 	"google.golang.org/protobuf/proto"
 
@@ -326,14 +327,7 @@ func TestLearnedAddrsRecordedAgain(t *testing.T) {
 	}
 	defer h.Close()
 	r := &Runtime{host: h, learned: map[peer.ID]learnedAddrs{}}
-	_, pub, err := crypto.GenerateEd25519Key(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := peer.IDFromPublicKey(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := p2ptest.RandPeerIDFatal(t)
 	addr := multiaddr.StringCast("/ip4/10.0.0.1/tcp/4001")
 	m := &pb.Envelope{From: &pb.NodeRef{Id: []byte(id), Addrs: [][]byte{addr.Bytes()}}, Body: &pb.Envelope_Ping{Ping: &pb.Ping{}}}
 	t0 := time.Now()
