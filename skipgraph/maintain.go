@@ -1458,7 +1458,10 @@ func (n *Node) callCutOff() {
 			continue
 		}
 		f.calls++
-		f.next = now.Add(time.Duration(min(cutOffFirst<<f.calls, cutOffLast)) * n.cfg.ProbeInterval)
+		f.next = now.Add(time.Duration(cutOffLast) * n.cfg.ProbeInterval)
+		if f.calls < cutOffDoublings {
+			f.next = now.Add(time.Duration(cutOffFirst<<f.calls) * n.cfg.ProbeInterval)
+		}
 		m.cutOff[i] = f
 		seq := n.ping(f.peer, 0, false)
 		info := m.pings[seq]
@@ -1479,11 +1482,17 @@ func (n *Node) callCutOff() {
 // of seeds 22 and 42 went wrong). Answering from outside, it may hold a place in another ring,
 // where the owner of this node's start is the one to find this node inside its range
 // (announceVia). It is called on again as planned either way, in case its check or the search
-// goes astray in rings still merging.
+// goes astray in rings still merging — until it is linked here at level 0.
 func (n *Node) cutOffAnswered(x overlay.Peer, incarnation uint64) {
 	if x.Incarnation != incarnation {
 		n.maintain.cutOff = slices.DeleteFunc(n.maintain.cutOff, func(f cutOffPeer) bool { return f.peer.ID == x.ID })
 		n.announceVia(x.ID)
+		return
+	}
+	if lk := n.levels[0]; lk.succ.ID == x.ID || lk.pred.ID == x.ID {
+		// Linked here at level 0: the rings merged through it, and calls for the rest of the
+		// day would search for this node's start through its own ring, a lookup each.
+		n.maintain.cutOff = slices.DeleteFunc(n.maintain.cutOff, func(f cutOffPeer) bool { return f.peer.ID == x.ID })
 		return
 	}
 	if !n.checkIntruder(x, n.levels[0].succ) {
@@ -1496,7 +1505,13 @@ const (
 	maxCutOff   = 8
 	cutOffFirst = 2  // probe intervals before the first call
 	cutOffLast  = 64 // probe intervals between the last calls
-	cutOffFor   = 24 * time.Hour
+	// cutOffDoublings is how many calls come before the gap reaches cutOffLast. The gap was
+	// cutOffFirst<<calls, capped: past 63 calls (some five hours after the death) the shift gave 0,
+	// the node called on every tick, and as one call goes out a tick, the others were never
+	// made (a random case of TestPartitionProperties: three 3-hour cuts in a row, kept as
+	// -known-calls-starved-by-one-called-every-tick).
+	cutOffDoublings = 5
+	cutOffFor       = 24 * time.Hour
 )
 
 // relinkAround unlinks a dead level-0 successor from every level above 0 on its behalf, from the
