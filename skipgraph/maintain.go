@@ -980,8 +980,8 @@ type takeOverCheck struct {
 // dies and then tells asked, and the take-over must stop at it; asked had answered a second
 // before that word reached it, and the take-over went over the joiner (a random case of
 // TestBalanceCrashProperties, kept as -known-takeover-over-a-joiner-the-asked-node-had-not-heard-of).
-// Asked once more at most: a run of dead nodes with no joiner is taken over a probe interval
-// later than before, and no later.
+// Asked once more at most, at the first tick a probe interval on: a run of dead nodes with no
+// joiner is taken over one or two probe intervals later than before, and no later.
 func (n *Node) askAgainLater(c takeOverCheck, pred overlay.Peer) bool {
 	if c.again || pred.IsZero() || pred.ID == c.gone.ID || !n.missed(pred, 1) || !n.isSucc(c.gone) {
 		return false
@@ -1484,15 +1484,14 @@ func (n *Node) callCutOff() {
 // (announceVia). It is called on again as planned either way, in case its check or the search
 // goes astray in rings still merging — until it is linked here at level 0.
 func (n *Node) cutOffAnswered(x overlay.Peer, incarnation uint64) {
-	if x.Incarnation != incarnation {
+	// Linked here at level 0, it is in this ring: the rings merged through it, and calls for
+	// the rest of the day would search for this node's start through its own ring, a lookup each.
+	lk := n.levels[0]
+	if renewed, linked := x.Incarnation != incarnation, lk.succ.ID == x.ID || lk.pred.ID == x.ID; renewed || linked {
 		n.maintain.cutOff = slices.DeleteFunc(n.maintain.cutOff, func(f cutOffPeer) bool { return f.peer.ID == x.ID })
-		n.announceVia(x.ID)
-		return
-	}
-	if lk := n.levels[0]; lk.succ.ID == x.ID || lk.pred.ID == x.ID {
-		// Linked here at level 0: the rings merged through it, and calls for the rest of the
-		// day would search for this node's start through its own ring, a lookup each.
-		n.maintain.cutOff = slices.DeleteFunc(n.maintain.cutOff, func(f cutOffPeer) bool { return f.peer.ID == x.ID })
+		if renewed {
+			n.announceVia(x.ID)
+		}
 		return
 	}
 	if !n.checkIntruder(x, n.levels[0].succ) {
