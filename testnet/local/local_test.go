@@ -222,6 +222,7 @@ func readAll(t *testing.T, c *client.Client, nw *Network, ref map[string]string)
 		case rep != nil && rep.Status != pb.Status_STATUS_OK:
 			bad[k] = rep.Status
 		case err != nil:
+			t.Logf("get %s through %s: %v", k, es[i%len(es)].ID, err) // says why, should a check below fail on it
 			bad[k] = pb.Status_STATUS_ERROR
 		case string(rep.Value) != v:
 			t.Fatalf("get %s = %q, want %q", k, rep.Value, v)
