@@ -1724,16 +1724,8 @@ func TestRejoinForgetsThePredecessorsSilence(t *testing.T) {
 // -known-takeover-up-to-a-silent-node-past-a-joiner: two nodes crashed at once with a joiner
 // between them).
 func TestTakeOverStopsAtAJoinerPastASilentNode(t *testing.T) {
-	nw := fiveNodes(t)
+	nw := fiveNodesWithEBetweenBAndC(t)
 	a, b, c, d, e := nw.nodes["a"], nw.nodes["b"], nw.nodes["c"], nw.nodes["d"], nw.nodes["e"]
-	if err := e.Migrate("b", k(1500), false); err != nil {
-		t.Fatal(err)
-	}
-	nw.run()
-	nw.advance(time.Minute)
-	if got := e.Range(); got != (overlay.Range{Start: k(1500), End: k(2000)}) {
-		t.Fatalf("e owns %s after its migration, want [1500, 2000)", got)
-	}
 	nw.crash("c")
 	for i := 0; e.Range() != (overlay.Range{Start: k(1500), End: k(3000)}) || d.levels[0].pred.ID != "e"; i++ {
 		if i == 600 {
@@ -1743,6 +1735,23 @@ func TestTakeOverStopsAtAJoinerPastASilentNode(t *testing.T) {
 	}
 	unheardOf(a, "e", b, c, d) // its list and links as before the migration
 	nw.crashAndSettle("b", a, overlay.Range{Start: a.Self().Start, End: k(1500)})
+}
+
+// fiveNodesWithEBetweenBAndC is fiveNodes after e migrated in at 1500, in b's range: the ring
+// is a, b, e ([1500, 2000)), c, d.
+func fiveNodesWithEBetweenBAndC(t *testing.T) *testNet {
+	t.Helper()
+	nw := fiveNodes(t)
+	e := nw.nodes["e"]
+	if err := e.Migrate("b", k(1500), false); err != nil {
+		t.Fatal(err)
+	}
+	nw.run()
+	nw.advance(time.Minute)
+	if got := e.Range(); got != (overlay.Range{Start: k(1500), End: k(2000)}) {
+		t.Fatalf("e owns %s after its migration, want [1500, 2000)", got)
+	}
+	return nw
 }
 
 // unheardOf makes n as if it had never heard of id: list is its successor list, and no link
@@ -1770,16 +1779,8 @@ func unheardOf(n *Node, id overlay.NodeID, list ...*Node) {
 // case of TestBalanceCrashProperties, kept as
 // -known-takeover-over-a-joiner-the-asked-node-had-not-heard-of).
 func TestTakeOverAsksAgainWhenTheAnswerNamesASilentNode(t *testing.T) {
-	nw := fiveNodes(t)
-	a, e := nw.nodes["a"], nw.nodes["e"]
-	if err := e.Migrate("b", k(1500), false); err != nil {
-		t.Fatal(err)
-	}
-	nw.run()
-	nw.advance(time.Minute)
-	if got := e.Range(); got != (overlay.Range{Start: k(1500), End: k(2000)}) {
-		t.Fatalf("e owns %s after its migration, want [1500, 2000)", got)
-	}
+	nw := fiveNodesWithEBetweenBAndC(t)
+	a := nw.nodes["a"]
 	unheardOf(a, "e", nw.nodes["b"], nw.nodes["c"], nw.nodes["d"])
 	// e's word reaches d only after d answered a's first ask.
 	asked := false
