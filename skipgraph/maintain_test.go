@@ -1085,3 +1085,35 @@ func TestUpdateNamingAFormerIncarnationRefused(t *testing.T) {
 	nw.advance(time.Minute)
 	nw.checkRing()
 }
+
+// TestTakeOverCheckGoesOnWhenTheGoneNodeSpeaksAgain: a, cut off from d for a while, finds its
+// successor b dead; c, the next listed, is dead too, and d silent, so a asks e — who names d,
+// silent here, as its predecessor, and a asks e once more a probe interval later
+// (askAgainLater). Meanwhile b, restarted, joins again at 4500 and answers a's pings as a new
+// incarnation. Each such answer started the take-over check afresh, asking the dead c, and the
+// second ask of e never went out: the ring stayed broken for hours (a random case of
+// TestPartitionProperties, kept as -known-successor-left-linked-to-a-node-that-rejoined-below).
+// The check under way now goes on, keeping the new incarnation's links.
+func TestTakeOverCheckGoesOnWhenTheGoneNodeSpeaksAgain(t *testing.T) {
+	nw := ringOf(t, placed{"a", 0}, placed{"b", 1000}, placed{"c", 2000}, placed{"d", 3000}, placed{"e", 4000})
+	cut := true
+	nw.drop = func(s sentMsg) bool {
+		return cut && (s.from == "a" && s.to == "d" || s.from == "d" && s.to == "a")
+	}
+	nw.crash("b")
+	nw.crash("c")
+	a := nw.nodes["a"]
+	for i := 0; a.maintain.takeOver.due.IsZero(); i++ {
+		if i == 60 {
+			t.Fatal("a never put off its second ask of e: the case tests nothing")
+		}
+		nw.advance(time.Second)
+	}
+	nw.rejoin("b", "e", k(4500), 901)
+	cut = false
+	nw.advance(3 * time.Minute)
+	nw.checkRing()
+	if a.Range() != (overlay.Range{Start: "", End: k(3000)}) {
+		t.Fatalf("a owns %s, want [\"\", 3000)", a.Range())
+	}
+}
