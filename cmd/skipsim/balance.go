@@ -79,8 +79,10 @@ type balanceFlags struct {
 	buckets, rangeKeys, prefix       int
 	words, out                       string
 	window, sample, crashAfter       time.Duration
+	pauseFor                         time.Duration
 	ringEvery                        time.Duration
 	thres, overThres, a, loss, crash float64
+	pause                            float64
 	headroom                         float64
 	ttl                              int
 	faithful, asJSON                 bool
@@ -122,7 +124,9 @@ func (f *balanceFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.faithful, "faithful", false, "the thesis's literal rules: no headroom, waves planned with bare excesses, its exNodes and migrant-share formulas, an exam that ends at the first candidate that accepts, a sequential NIX chain after the exam within ttl that carries a lump whole, any light node a migrant whatever it stores, every migrant's whole range left to M")
 	fs.Float64Var(&f.loss, "loss", 0, "`probability` that a message is lost, in [0,1)")
 	fs.Float64Var(&f.crash, "crash", 0, "`fraction` of the nodes that crash at once, in [0,1)")
-	durationVar(fs, &f.crashAfter, "crash-after", "the crash comes this `time` after the warm-up")
+	fs.Float64Var(&f.pause, "pause", 0, "`fraction` of the nodes frozen at once, as by a SIGSTOP (others than those crashing), in [0,1)")
+	durationVar(fs, &f.pauseFor, "pause-for", "how long the paused nodes stay frozen (needed with --pause)")
+	durationVar(fs, &f.crashAfter, "crash-after", "the crash and the pause come this `time` after the warm-up")
 	fs.BoolVar(&f.asJSON, "json", false, "print the result as JSON")
 	fs.StringVar(&f.out, "out", "", "write result.json, series.csv and SVG plots into this `directory`")
 }
@@ -236,6 +240,7 @@ func (f *balanceFlags) params() (sim.BalanceParams, error) {
 		p.SnapshotsAt = append(p.SnapshotsAt, dynamicSnapshots(f.warmup)...)
 	}
 	p.CrashFraction, p.CrashAfter = f.crash, f.crashAfter
+	p.PauseFraction, p.PauseFor = f.pause, f.pauseFor
 	p.Net.Loss = f.loss
 	b := &p.Net.Node.Balance
 	b.Algorithm, b.SmartUNL, b.Placement = alg, smartUNL, place
@@ -263,7 +268,7 @@ func (f *balanceFlags) validate() error {
 		interval string
 	}{
 		{"width", f.width, "(0,1]"}, {"percent", f.percent, "(0,100]"}, {"a", f.a, "(0,1]"},
-		{"loss", f.loss, "[0,1)"}, {"crash", f.crash, "[0,1)"}, {"headroom", f.headroom, "[0,1)"},
+		{"loss", f.loss, "[0,1)"}, {"crash", f.crash, "[0,1)"}, {"pause", f.pause, "[0,1)"}, {"headroom", f.headroom, "[0,1)"},
 	} {
 		if err := checkIn(c.name, c.v, c.interval); err != nil {
 			return err
@@ -295,10 +300,17 @@ func (f *balanceFlags) validate() error {
 		return badUsage("--sample must be a positive whole number of seconds (got %s)", secs(f.sample))
 	case f.ringEvery < 0 || f.ringEvery%time.Second != 0:
 		return badUsage("--ring-every must be a whole number of seconds (got %s)", secs(f.ringEvery))
+	case f.crash+f.pause >= 1:
+		return badUsage("--crash and --pause together must stay under 1 (got %g and %g)", f.crash, f.pause)
+	case f.pause > 0 && f.pauseFor <= 0:
+		return badUsage("--pause needs a positive --pause-for (got %s)", secs(f.pauseFor))
 	case f.window == 0 && f.warmup == 0:
 		return badUsage("--window must be positive (it defaults to --warmup, which is 0)")
 	}
 	if err := checkDuration("window", f.window, true); err != nil {
+		return err
+	}
+	if err := checkDuration("pause-for", f.pauseFor, true); err != nil {
 		return err
 	}
 	return checkDuration("crash-after", f.crashAfter, true)
@@ -466,6 +478,9 @@ func printBalance(w io.Writer, doc balanceDoc, p sim.BalanceParams) {
 	fmt.Fprintf(t, "queries\t%d issued (%s), %d failed\n", r.Queries, r.QueryModel, r.QueriesFailed)
 	if p.CrashFraction > 0 {
 		fmt.Fprintf(t, "crash\t%d nodes, %.0f s after the warm-up; %d items lost with them (no replication yet)\n", r.Crashed, p.CrashAfter.Seconds(), r.ItemsLost)
+	}
+	if p.PauseFraction > 0 {
+		fmt.Fprintf(t, "pause\t%d nodes frozen for %.0f s, %.0f s after the warm-up\n", r.Paused, p.PauseFor.Seconds(), p.CrashAfter.Seconds())
 	}
 	lk := r.LookupsAfter
 	fmt.Fprintf(t, "lookups after\t%d from random nodes: %d wrong, %d failed; hops mean %.2f, p99 %d (log2 N %.2f)\n",

@@ -49,6 +49,10 @@ type BalanceParams struct {
 	// CrashFraction of the nodes crash CrashAfter the warm-up (the faults experiment).
 	CrashFraction float64
 	CrashAfter    time.Duration
+	// PauseFraction of the nodes (others than those crashing) are paused at the same moment
+	// for PauseFor (Network.Pause: frozen as by a SIGSTOP, in the middle of their waves).
+	PauseFraction float64
+	PauseFor      time.Duration
 	Net           Config
 	// Interrupted, when not nil, is asked after every simulated second: true ends the run
 	// there, as if Duration ran out (a user's Ctrl-C), and the result says so. The run up to
@@ -141,6 +145,7 @@ type BalanceResult struct {
 	// LoadRetries: batch puts of the load phase sent again because they failed (message loss).
 	LoadRetries int `json:"load_retries"`
 	Crashed     int `json:"crashed"`
+	Paused      int `json:"paused"`
 	// LookupsAfter: lookups of random keys from random nodes once balancing ended, checked
 	// against the reference (every key must be found where it belongs), with message loss off.
 	LookupsAfter HopStats `json:"lookups_after"`
@@ -187,6 +192,10 @@ func (p BalanceParams) Validate() error {
 		return fmt.Errorf("unknown query model %d", p.Queries)
 	case p.CrashFraction < 0 || p.CrashFraction >= 1:
 		return fmt.Errorf("--crash must be a fraction in [0,1) (got %v)", p.CrashFraction)
+	case p.PauseFraction < 0 || p.CrashFraction+p.PauseFraction >= 1:
+		return fmt.Errorf("--pause must be a fraction in [0,1), and with --crash less than 1 (got %v and %v)", p.PauseFraction, p.CrashFraction)
+	case p.PauseFraction > 0 && p.PauseFor <= 0:
+		return fmt.Errorf("--pause-for must be positive with --pause (got %v)", p.PauseFor)
 	}
 	if p.Workload != nil {
 		if err := p.Workload.Validate(); err != nil {
@@ -381,7 +390,33 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 	var itemsBefore, retriesBefore, lastItems int
 	var byKindBefore [skipgraph.NumHandoffKinds]int
 	var lastMsgs uint64
-	started, crashed := false, false
+	started, faulted := false, false
+	crash := func() {
+		for _, id := range h.pick(int(p.CrashFraction * float64(p.Nodes))) {
+			if h.Crash(id) == nil {
+				res.Crashed++
+			}
+		}
+		if direct != nil {
+			direct.forget(h.Lost)
+		}
+		left := slices.Clone(keyLoads)
+		for i, k := range keys[:min(len(keys), len(left))] {
+			if h.Lost[k] {
+				left[i] = 0 // reads of a lost key find nothing to count
+			}
+		}
+		res.FeasibilityAfterCrash = workload.CheckFeasibility(left, thres, p.Nodes-res.Crashed).String()
+	}
+	var paused []overlay.NodeID
+	resume := func() {
+		for _, id := range paused {
+			if nw.Paused(id) {
+				_ = nw.Resume(id)
+			}
+		}
+		paused = nil
+	}
 	end := t0 + p.Duration
 	for t := time.Duration(0); t0+t < end; t += time.Second {
 		sec := t.Seconds()
@@ -434,23 +469,21 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 		if !started {
 			continue
 		}
-		if !crashed && p.CrashFraction > 0 && now >= p.Warmup+p.CrashAfter {
-			crashed = true
-			for _, id := range h.pick(int(p.CrashFraction * float64(p.Nodes))) {
-				if h.Crash(id) == nil {
-					res.Crashed++
+		if !faulted && now >= p.Warmup+p.CrashAfter {
+			faulted = true
+			if p.CrashFraction > 0 {
+				crash()
+			}
+			// Paused after the crash, among the survivors: both at the same moment.
+			paused = h.pick(int(p.PauseFraction * float64(p.Nodes)))
+			for _, id := range paused {
+				if nw.Pause(id) == nil {
+					res.Paused++
 				}
 			}
-			if direct != nil {
-				direct.forget(h.Lost)
-			}
-			left := slices.Clone(keyLoads)
-			for i, k := range keys[:min(len(keys), len(left))] {
-				if h.Lost[k] {
-					left[i] = 0 // reads of a lost key find nothing to count
-				}
-			}
-			res.FeasibilityAfterCrash = workload.CheckFeasibility(left, thres, p.Nodes-res.Crashed).String()
+		}
+		if len(paused) > 0 && now >= p.Warmup+p.CrashAfter+p.PauseFor {
+			resume()
 		}
 		loads, over := loadsNow()
 		if p.RingEvery > 0 && (now-p.Warmup)%p.RingEvery == 0 {
@@ -476,6 +509,7 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 			lastMsgs, lastItems = sent, items
 		}
 	}
+	resume() // a run that ends before the pause does: the checks need every node running
 	snapshot((nw.Now() - t0).Seconds())
 	sent := nw.SentByCause()
 	res.Messages = sent[pb.Cause_CAUSE_BALANCE] - msgsBefore

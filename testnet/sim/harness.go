@@ -120,11 +120,12 @@ func (h *Harness) Build(n int, interval time.Duration, poisson bool, position fu
 	return nil
 }
 
-// randomOwner returns a random node that owns a range.
+// randomOwner returns a random running node that owns a range (not a paused one: it can
+// neither issue a query nor be picked for a fault).
 func (h *Harness) randomOwner() overlay.NodeID {
 	for {
 		s := h.Net.order[h.Net.rng.IntN(len(h.Net.order))]
-		if s.alive && s.node.Owns() {
+		if s.alive && !s.paused && s.node.Owns() {
 			return s.id
 		}
 	}

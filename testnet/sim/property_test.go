@@ -29,7 +29,7 @@ type propertyNet struct {
 func (p *propertyNet) owners() []overlay.NodeID {
 	var ids []overlay.NodeID
 	for _, s := range p.h.Net.order {
-		if s.alive && s.node.State().String() == "active" {
+		if s.alive && !s.paused && s.node.State().String() == "active" {
 			ids = append(ids, s.id)
 		}
 	}

@@ -113,6 +113,10 @@ type simNode struct {
 	incarnation uint32
 	// crashedItems is what the node held when it crashed (for loss accounting).
 	crashedItems int
+	// paused nodes are frozen (Pause): held are their timers and the messages sent to them,
+	// in arrival order, for when they resume.
+	paused bool
+	held   []event
 }
 
 // New creates an empty network.
@@ -246,7 +250,7 @@ func (nw *Network) Crash(id overlay.NodeID) (int, error) {
 	if s == nil || !s.alive {
 		return 0, fmt.Errorf("node %s is not running", id)
 	}
-	s.alive = false
+	s.alive, s.paused, s.held = false, false, nil
 	s.incarnation++ // outstanding timers and messages of the old incarnation die with it
 	s.crashedItems = s.store.Len()
 	return s.crashedItems, nil
@@ -265,6 +269,40 @@ func (nw *Network) Restart(id overlay.NodeID, position overlay.Key, introducer o
 		return err
 	}
 	return n.Join(introducer, position, others...)
+}
+
+// Pause freezes node id as a SIGSTOP freezes a process: none of its timers fire and nothing is
+// delivered to it, while what is sent to it waits (a connection's buffers) and its timers stay
+// due. Resume lets it go on.
+func (nw *Network) Pause(id overlay.NodeID) error {
+	s := nw.nodes[id]
+	if s == nil || !s.alive || s.paused {
+		return fmt.Errorf("node %s is not running or already paused", id)
+	}
+	s.paused = true
+	return nil
+}
+
+// Resume unfreezes a paused node: the timers that fell due meanwhile fire and the messages held
+// for it arrive at once, in the order they came, as after a SIGCONT.
+func (nw *Network) Resume(id overlay.NodeID) error {
+	s := nw.nodes[id]
+	if s == nil || !s.paused {
+		return fmt.Errorf("node %s is not paused", id)
+	}
+	s.paused = false
+	for _, e := range s.held {
+		e.at = nw.now
+		nw.schedule(e)
+	}
+	s.held = nil
+	return nil
+}
+
+// Paused reports whether node id is paused.
+func (nw *Network) Paused(id overlay.NodeID) bool {
+	s := nw.nodes[id]
+	return s != nil && s.paused
 }
 
 // Partition puts nodes in numbered groups; messages between different groups are dropped.
@@ -344,12 +382,16 @@ func (nw *Network) step() {
 		}
 		return
 	}
-	if e.msg == nil {
-		s.node.HandleTimer(e.timer)
+	if e.msg != nil && nw.partitioned(e.from, s.id) {
+		nw.Stats.Dropped++
 		return
 	}
-	if nw.partitioned(e.from, s.id) {
-		nw.Stats.Dropped++
+	if s.paused {
+		s.held = append(s.held, e)
+		return
+	}
+	if e.msg == nil {
+		s.node.HandleTimer(e.timer)
 		return
 	}
 	nw.Stats.Delivered++
