@@ -226,3 +226,48 @@ func TestRendezvousEndsALoneNodesSplit(t *testing.T) {
 		}
 	}
 }
+
+// TestPausedNodeComesBack freezes one node of sixteen (Network.Pause) for longer than failure
+// detection: its predecessor takes its range over; nothing sent to it is lost meanwhile, and
+// when it resumes — every timer due at once, the held messages arriving together — it is
+// re-admitted and holds its keys again: one ring, every key at its owner.
+func TestPausedNodeComesBack(t *testing.T) {
+	h := build(t, DefaultConfig(), 16)
+	for i := 0; i < 300; i++ {
+		k, v := overlay.Uint64Key(uint64(i*3331)%1_000_000), fmt.Sprint(i)
+		h.Do(h.RandomOwner(), func(n *node.Node) uint64 { return n.Put(k, []byte(v)) }, func(r overlay.Result) {
+			if r.Status != pb.Status_STATUS_OK {
+				t.Fatalf("put %x: %v %s", k, r.Status, r.Err)
+			}
+			h.Expected[k] = v
+		})
+	}
+	h.Net.RunWhile(func() bool { return h.Pending() > 0 }, h.Net.Now()+time.Hour)
+	victim := h.Net.owners()[5]
+	var takenOver bool
+	h.Net.OnEvent = func(_ overlay.NodeID, e overlay.Event) {
+		takenOver = takenOver || e.Kind == overlay.EventRangeLost && e.Peer == victim.id
+	}
+	if err := h.Net.Pause(victim.id); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Net.Pause(victim.id); err == nil {
+		t.Fatal("a second pause of the same node was not refused")
+	}
+	h.Net.RunFor(2 * time.Minute)
+	if !takenOver {
+		t.Fatal("nobody took the paused node's range over: the test tests nothing")
+	}
+	if err := h.Net.Resume(victim.id); err != nil {
+		t.Fatal(err)
+	}
+	if !h.settle(time.Hour, func(int) {}) {
+		t.Fatalf("an hour after the resume: %s", h.Net.Check())
+	}
+	if !victim.node.Owns() {
+		t.Fatalf("%s owns no range after it resumed", victim.id)
+	}
+	if m, x, w := h.Net.CheckItems(h.Expected, h.Lost); m+x+w > 0 {
+		t.Fatalf("items: %d missing, %d unexpected, %d wrong", m, x, w)
+	}
+}
