@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/skiprange/skiprange/overlay"
 	"github.com/skiprange/skiprange/overlay/pb"
 )
@@ -169,4 +171,46 @@ func TestStrayCopiesWrittenAgain(t *testing.T) {
 		t.Errorf("2500 at c: %q, want c's own value kept", got)
 	}
 	nw.checkRing()
+}
+
+// TestOverlapNotSettledDuringAHandoff: c took the range of d, declared dead, over, and is
+// handing [2000, 3500) to its predecessor b by NIX when d, restored from its snapshot at 3000,
+// answers from inside c's range. Re-admitting d then would end c's range at 3000, and the NIX's
+// commit would move c's start to 3500, past that end: a range wrapping round the circle, over
+// everyone's (found by skipsim balance --pause 0.05 --pause-for 30s --seed 11). The overlap is
+// settled once the handoff is done: one ring, every key with its newest value.
+func TestOverlapNotSettledDuringAHandoff(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	want := initialValues()
+	snap := proto.Clone(nw.nodes["d"].Snapshot()).(*pb.NodeSnapshot)
+	nw.crash("d")
+	nw.advance(2 * time.Minute)
+	nw.rewrite(want, "a", 3000, 4000)
+	c := nw.nodes["c"]
+	if got := c.Range(); got != (overlay.Range{Start: k(2000), End: k(4000)}) {
+		t.Fatalf("c owns %s after d's death, want [2000, 4000)", got)
+	}
+	d, err := nw.restart("d", snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var done nixDone
+	if err := c.GiveNIX(false, k(3500), pb.Cause_CAUSE_BALANCE, done.fn()); err != nil {
+		t.Fatal(err)
+	}
+	conflicts := len(nw.envs["c"].eventsOf(overlay.EventConflict))
+	c.settleOverlap(d.Self(), &pb.Pong{Claim: c.claim - 1})
+	if got := len(nw.envs["c"].eventsOf(overlay.EventConflict)); got != conflicts {
+		t.Fatalf("c settled the overlap with d while its NIX to b was under way (range %s)", c.Range())
+	}
+	nw.run()
+	if r := c.Range(); r.End != "" && r.End <= r.Start {
+		t.Fatalf("c's range %s wraps round the circle once its NIX committed", r)
+	}
+	nw.advance(3 * time.Minute)
+	if !done.ok {
+		t.Fatal("c's NIX to b did not complete")
+	}
+	nw.checkRing()
+	nw.checkAllValues(t, want)
 }

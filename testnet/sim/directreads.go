@@ -118,7 +118,7 @@ func (d *directReads) flush(nw *Network, origin func() overlay.NodeID) {
 
 // trace takes a client message's route to key from node origin without messages, showing it to
 // every node it passes (skipgraph's TraceHop), and returns the node where it ended (nil if it
-// would have been lost). A route longer than the hop limit, which the nodes enforce on routed
+// would have been lost, or waits at a paused node: a frozen process handles nothing). A route longer than the hop limit, which the nodes enforce on routed
 // messages, cannot come about; maxTraceHops only guards this loop.
 func trace(nw *Network, origin overlay.NodeID, key overlay.Key) *simNode {
 	r := &pb.Route{Key: []byte(key)}
@@ -130,7 +130,7 @@ func trace(nw *Network, origin overlay.NodeID, key overlay.Key) *simNode {
 			return at
 		}
 		from = at.node.Self()
-		if at = nw.nodes[next]; at == nil || !at.alive {
+		if at = nw.nodes[next]; at == nil || !at.alive || at.paused {
 			return nil
 		}
 	}
