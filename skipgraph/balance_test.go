@@ -1801,3 +1801,47 @@ func TestTakeOverAsksAgainWhenTheAnswerNamesASilentNode(t *testing.T) {
 		t.Errorf("a owns %s, want %s", got, want)
 	}
 }
+
+// TestPartTakenOverDuringAJoinWrittenOut: f joins at 1500, taking [1500, 2000) from b, and its
+// acknowledgements are slow; meanwhile c dies, b takes [2000, 3000) over and a key is written
+// there (at b). Once the join flips f owns up to d's start, 3000, but was handed the items only
+// up to 2000: the key written meanwhile stayed at b, outside its range, found by no read (skipsim
+// balance --pause 0.1 --pause-for 120s --seed 9). b now writes it out to f after the flip.
+func TestPartTakenOverDuringAJoinWrittenOut(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	slow := true
+	nw.drop = func(s sentMsg) bool { return slow && s.from == "f" && s.to == "b" && s.m.GetHandoffAck() != nil }
+	nw.join("f", "b", k(1500))
+	b := nw.nodes["b"]
+	if !b.Busy() {
+		t.Fatal("b is not handing f its piece: the case tests nothing")
+	}
+	nw.crash("c")
+	for i := 0; b.Range().End != k(3000); i++ {
+		if i == 25 {
+			t.Fatalf("b did not take c's range over while the join was under way (b owns %s)", b.Range())
+		}
+		nw.advance(time.Second)
+	}
+	b.Put(k(2500), []byte("written meanwhile"))
+	nw.run()
+	if got := value(t, b, 2500); got != "written meanwhile" {
+		t.Fatalf("2500 at b: %q: the case tests nothing", got)
+	}
+	if !b.Busy() {
+		t.Fatal("the join ended before its flip: the case tests nothing")
+	}
+	slow = false
+	nw.advance(time.Minute)
+	nw.checkRing()
+	f := nw.nodes["f"]
+	if got := f.Range(); got != (overlay.Range{Start: k(1500), End: k(3000)}) {
+		t.Fatalf("f owns %s, want [1500, 3000)", got)
+	}
+	if got := value(t, f, 2500); got != "written meanwhile" {
+		t.Fatalf("2500 at f: %q, want the value written while b held it", got)
+	}
+	if n, _ := b.Store().Count(overlay.Range{Start: k(2000), End: k(3000)}); n != 0 {
+		t.Fatalf("b still holds %d items of [2000, 3000)", n)
+	}
+}
