@@ -31,8 +31,8 @@ test: lint ## vet, format check, and every test (the CI command)
 test-chaos: ## the docker chaos test alone, verbose (timeline and summary; about 4 minutes)
 	$(GO) test -count=1 -timeout 30m -v -run TestChaos ./testnet/docker/
 
-test-props: ## explore 3,000 random schedules each of the overlay, partition, pause, balancing and balancing-with-crashes property tests (minutes)
-	SKIPRANGE_RANDOM_PROPS=1 $(GO) test -count=1 -timeout 90m ./testnet/sim/ -run 'TestOverlayProperties|TestPartitionProperties|TestPauseProperties|TestBalanceProperties|TestBalanceCrashProperties' -rapid.checks=3000 -v
+test-props: ## explore 3,000 random schedules each of the overlay, partition, pause, balancing, balancing-with-crashes and balancing-with-pauses property tests (minutes)
+	SKIPRANGE_RANDOM_PROPS=1 $(GO) test -count=1 -timeout 90m ./testnet/sim/ -run 'TestOverlayProperties|TestPartitionProperties|TestPauseProperties|TestBalanceProperties|TestBalanceCrashProperties|TestBalancePauseProperties' -rapid.checks=3000 -v
 
 test-short: ## quick tests only
 	$(GO) test -count=1 -short ./...
