@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/skiprange/skiprange/overlay"
 	"github.com/skiprange/skiprange/overlay/pb"
 )
@@ -180,12 +178,7 @@ func TestStrayCopiesWrittenAgain(t *testing.T) {
 // everyone's (found by skipsim balance --pause 0.05 --pause-for 30s --seed 11). The overlap is
 // settled once the handoff is done: one ring, every key with its newest value.
 func TestOverlapNotSettledDuringAHandoff(t *testing.T) {
-	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
-	want := initialValues()
-	snap := proto.Clone(nw.nodes["d"].Snapshot()).(*pb.NodeSnapshot)
-	nw.crash("d")
-	nw.advance(2 * time.Minute)
-	nw.rewrite(want, "a", 3000, 4000)
+	nw, want, snap := declaredDead(t, "d", "a", 3000, 4000)
 	c := nw.nodes["c"]
 	if got := c.Range(); got != (overlay.Range{Start: k(2000), End: k(4000)}) {
 		t.Fatalf("c owns %s after d's death, want [2000, 4000)", got)

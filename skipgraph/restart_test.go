@@ -244,12 +244,20 @@ func (nw *testNet) checkValues(t *testing.T, via overlay.NodeID, want map[int]st
 // over) and rewrites every key of b's range meanwhile. It returns the values every key must have
 // and b's snapshot from before the crash.
 func bDeclaredDead(t *testing.T) (*testNet, map[int]string, *pb.NodeSnapshot) {
-	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	return declaredDead(t, "b", "d", 1000, 2000)
+}
+
+// declaredDead crashes node id of fiveNodes (a [0,1000) b [1000,2000) c [2000,3000) d
+// [3000,4000) e [4000,"")) for long enough to be declared dead, its predecessor taking its
+// range over, and rewrites every key of that range, [from, to), through via meanwhile. It
+// returns the values every key must have and id's snapshot from before the crash.
+func declaredDead(t *testing.T, id, via overlay.NodeID, from, to int) (*testNet, map[int]string, *pb.NodeSnapshot) {
+	nw := fiveNodes(t)
 	want := initialValues()
-	snap := proto.Clone(nw.nodes["b"].Snapshot()).(*pb.NodeSnapshot)
-	nw.crash("b")
+	snap := proto.Clone(nw.nodes[id].Snapshot()).(*pb.NodeSnapshot)
+	nw.crash(id)
 	nw.advance(2 * time.Minute)
-	nw.rewrite(want, "d", 1000, 2000)
+	nw.rewrite(want, via, from, to)
 	return nw, want, snap
 }
 

@@ -127,16 +127,7 @@ func TestPartitionedHalvesMerge(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := build(t, DefaultConfig(), 16)
-			for i := 0; i < 300; i++ {
-				k, v := overlay.Uint64Key(uint64(i*3331)%1_000_000), fmt.Sprint(i)
-				h.Do(h.RandomOwner(), func(n *node.Node) uint64 { return n.Put(k, []byte(v)) }, func(r overlay.Result) {
-					if r.Status != pb.Status_STATUS_OK {
-						t.Fatalf("put %x: %v %s", k, r.Status, r.Err)
-					}
-					h.Expected[k] = v
-				})
-			}
-			h.Net.RunWhile(func() bool { return h.Pending() > 0 }, h.Net.Now()+time.Hour)
+			putSpread(t, h, 300)
 			owners := h.Net.owners() // in ring order
 			groups := map[overlay.NodeID]int{}
 			for i, s := range owners {
@@ -233,16 +224,7 @@ func TestRendezvousEndsALoneNodesSplit(t *testing.T) {
 // re-admitted and holds its keys again: one ring, every key at its owner.
 func TestPausedNodeComesBack(t *testing.T) {
 	h := build(t, DefaultConfig(), 16)
-	for i := 0; i < 300; i++ {
-		k, v := overlay.Uint64Key(uint64(i*3331)%1_000_000), fmt.Sprint(i)
-		h.Do(h.RandomOwner(), func(n *node.Node) uint64 { return n.Put(k, []byte(v)) }, func(r overlay.Result) {
-			if r.Status != pb.Status_STATUS_OK {
-				t.Fatalf("put %x: %v %s", k, r.Status, r.Err)
-			}
-			h.Expected[k] = v
-		})
-	}
-	h.Net.RunWhile(func() bool { return h.Pending() > 0 }, h.Net.Now()+time.Hour)
+	putSpread(t, h, 300)
 	victim := h.Net.owners()[5]
 	var takenOver bool
 	h.Net.OnEvent = func(_ overlay.NodeID, e overlay.Event) {
@@ -270,4 +252,20 @@ func TestPausedNodeComesBack(t *testing.T) {
 	if m, x, w := h.Net.CheckItems(h.Expected, h.Lost); m+x+w > 0 {
 		t.Fatalf("items: %d missing, %d unexpected, %d wrong", m, x, w)
 	}
+}
+
+// putSpread writes n keys spread over the key space from random nodes, records them in the
+// reference, and waits for every answer.
+func putSpread(t *testing.T, h *Harness, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		k, v := overlay.Uint64Key(uint64(i*3331)%1_000_000), fmt.Sprint(i)
+		h.Do(h.RandomOwner(), func(n *node.Node) uint64 { return n.Put(k, []byte(v)) }, func(r overlay.Result) {
+			if r.Status != pb.Status_STATUS_OK {
+				t.Fatalf("put %x: %v %s", k, r.Status, r.Err)
+			}
+			h.Expected[k] = v
+		})
+	}
+	h.Net.RunWhile(func() bool { return h.Pending() > 0 }, h.Net.Now()+time.Hour)
 }
