@@ -1845,3 +1845,42 @@ func TestPartTakenOverDuringAJoinWrittenOut(t *testing.T) {
 		t.Fatalf("b still holds %d items of [2000, 3000)", n)
 	}
 }
+
+// TestPartTakenOverDuringALeaveWrittenOut: b leaves, handing [1000, 2000) to a, and a's
+// acknowledgements are slow; meanwhile c dies, b takes [2000, 3000) over and a key is written
+// there (at b). Once the leave flips, the key must not leave with b: b writes it out through a
+// to whoever owns it then.
+func TestPartTakenOverDuringALeaveWrittenOut(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	slow := true
+	nw.drop = func(s sentMsg) bool { return slow && s.from == "a" && s.to == "b" && s.m.GetHandoffAck() != nil }
+	b := nw.nodes["b"]
+	if err := b.Leave(); err != nil {
+		t.Fatal(err)
+	}
+	nw.run()
+	if !b.Busy() {
+		t.Fatal("b is not handing a its range: the case tests nothing")
+	}
+	nw.crash("c")
+	for i := 0; b.Range().End != k(3000); i++ {
+		if i == 25 {
+			t.Fatalf("b did not take c's range over while its leave was under way (b owns %s)", b.Range())
+		}
+		nw.advance(time.Second)
+	}
+	b.Put(k(2500), []byte("written meanwhile"))
+	nw.run()
+	if got := value(t, b, 2500); got != "written meanwhile" {
+		t.Fatalf("2500 at b: %q: the case tests nothing", got)
+	}
+	slow = false
+	nw.advance(time.Minute)
+	if b.State() != StateLeft {
+		t.Fatalf("b is %s, want left", b.State())
+	}
+	nw.checkRing()
+	if got := value(t, nw.owner(k(2500)), 2500); got != "written meanwhile" {
+		t.Fatalf("2500 at its owner %s: %q, want the value written while b held it", nw.owner(k(2500)).ID(), got)
+	}
+}
