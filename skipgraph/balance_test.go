@@ -1884,3 +1884,26 @@ func TestPartTakenOverDuringALeaveWrittenOut(t *testing.T) {
 		t.Fatalf("2500 at its owner %s: %q, want the value written while b held it", nw.owner(k(2500)).ID(), got)
 	}
 }
+
+// TestCopiesBelowASuccessorThatMovedDownWrittenOut: c's start moves down from 2000 to 1500 by
+// no handoff of b's (a node overlapping b, unknown to it, gave c that part — seen after mass
+// pauses). What b holds in [1500, 2000) is a copy now, found by no read: b writes it out to c,
+// whose value stands, and drops it.
+func TestCopiesBelowASuccessorThatMovedDownWrittenOut(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	b, c := nw.nodes["b"], nw.nodes["c"]
+	_ = b.Store().Put(k(1750), []byte("b's copy"))
+	_ = c.Store().Put(k(1750), []byte("c's"))
+	c.self = c.self.WithStart(k(1500), c.self.Version+1)
+	c.refreshSelfRef()
+	nw.advance(time.Minute)
+	if got := b.Range(); got != (overlay.Range{Start: k(1000), End: k(1500)}) {
+		t.Fatalf("b owns %s, want [1000, 1500)", got)
+	}
+	if n, _ := b.Store().Count(overlay.Range{Start: k(1500), End: k(2000)}); n != 0 {
+		t.Fatalf("b still holds %d items of [1500, 2000), outside its range", n)
+	}
+	if got := value(t, c, 1750); got != "c's" {
+		t.Fatalf("1750 at c: %q, want c's own value", got)
+	}
+}

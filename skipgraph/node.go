@@ -74,9 +74,10 @@ type Node struct {
 	in         *inXfer
 	held       []*pb.Envelope // routed messages for keys of the incoming piece
 
-	// strays is set when copies written to their owners (pushCopies) were not all delivered:
-	// items outside the range may be held here, the only copies perhaps, and no read or
-	// handoff would ever find them. The tick writes them out again (pushStrays).
+	// strays is set when copies written to their owners (pushCopies) were not all delivered,
+	// or the successor's start moved down into the range (learn): items outside the range may
+	// be held here, the only copies perhaps, and no read or handoff would ever find them. The
+	// tick writes them out again (pushStrays).
 	strays bool
 
 	join     joinState
@@ -469,6 +470,7 @@ func (n *Node) learn(p overlay.Peer, placed bool) {
 	// with its own, so p can be a neighbour only up to their common prefix: most senders share
 	// a bit or two, and the levels above (a dozen at 50,000 nodes) need not be read at all.
 	top := min(len(n.levels)-1, overlay.CommonPrefix(n.self.MVec, p.MVec))
+	end := n.end()
 	for i := 0; i <= top; i++ {
 		refresh(&n.levels[i].pred)
 		if i == 0 && n.succStartMovedUp(p) {
@@ -478,6 +480,14 @@ func (n *Node) learn(p overlay.Peer, placed bool) {
 	}
 	for i := range n.succList {
 		refresh(&n.succList[i])
+	}
+	if s := n.levels[0].succ; s.ID == p.ID && s.Start != end && overlay.StrictlyBetween(n.self.Start, s.Start, end) {
+		// The successor's start moved down into this range, by no handoff of this node's: a
+		// node overlapping this one, unknown to it, gave the successor that part (seen after
+		// mass pauses: skipsim balance --pause 0.2 --pause-for 60s --seed 4). What this node
+		// holds there are copies now, which no read finds: the tick writes them out to the
+		// successor, whose values stand (pushStrays).
+		n.strays = true
 	}
 	if stale && p.Incarnation != 0 {
 		n.strangerSeen(p, placed)
