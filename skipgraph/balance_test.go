@@ -1907,3 +1907,34 @@ func TestCopiesBelowASuccessorThatMovedDownWrittenOut(t *testing.T) {
 		t.Fatalf("1750 at c: %q, want c's own value", got)
 	}
 }
+
+// TestAbortedJoinKeepsTheJoinersOwnCopies: f, joining at 1500, still holds a copy of 1750 from a
+// former place (not yet written out: its write failed). b's handoff of [1500, 2000) to f aborts
+// (f's acknowledgements never arrive). f drops what the handoff brought, and keeps its own
+// copy: dropping the whole piece lost 112 such items after mass pauses (skipsim balance --pause
+// 0.2 --pause-for 60s --seed 12).
+func TestAbortedJoinKeepsTheJoinersOwnCopies(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	nw.drop = func(s sentMsg) bool { return s.from == "f" && s.to == "b" && s.m.GetHandoffAck() != nil }
+	f := nw.add("f")
+	_ = f.Store().Put(k(1750), []byte("f's copy"))
+	if err := f.Join("b", k(1500)); err != nil {
+		t.Fatal(err)
+	}
+	nw.run()
+	if n, _ := f.Store().Count(overlay.Range{Start: k(1500), End: k(2000)}); n < 2 {
+		t.Fatalf("f holds %d items of the piece: the handoff did not start, the case tests nothing", n)
+	}
+	for i := 0; f.in != nil; i++ {
+		if i == 60 {
+			t.Fatal("b's handoff to f never aborted")
+		}
+		nw.advance(time.Second)
+	}
+	if got := value(t, f, 1750); got != "f's copy" {
+		t.Fatalf("1750 at f: %q, want f's own copy kept", got)
+	}
+	if n, _ := f.Store().Count(overlay.Range{Start: k(1500), End: k(2000)}); n != 1 {
+		t.Fatalf("f holds %d items of [1500, 2000) after the abort, want only its own copy", n)
+	}
+}
