@@ -80,7 +80,7 @@ func newFlags(fs *flag.FlagSet, o *options) *string {
 	fs.StringVar(&o.network, "network", "skiprange", "network name: nodes advertise it on the DHT and find introducers through it")
 	fs.StringVar(&o.dataDir, "data-dir", "skipnode-data", "directory for the identity key and the item store")
 	fs.StringVar(&o.identity, "identity", "", "the node's private key file, created if missing (default <data-dir>/identity.key); a testnet generator writes them beforehand so that peer IDs are known")
-	fs.BoolVar(&o.newNetwork, "new-network", false, "start a new overlay when there is no saved state and no --bootstrap peer answers (a seed node); a data directory that was a member before joins its --bootstrap peers instead, retrying")
+	fs.BoolVar(&o.newNetwork, "new-network", false, "start a new overlay when there is no saved state and no --bootstrap peer answers as a member of one (a seed node; peers still joining do not count); a data directory that was a member before joins its --bootstrap peers instead, retrying")
 	fs.StringVar(&o.joinAt, "join-at", "", "join next to the owner of this key (default: a random key)")
 	fs.StringVar(&o.metricsAddr, "metrics", "127.0.0.1:9100", "address for /metrics (Prometheus) and /healthz; empty disables")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")

@@ -55,9 +55,9 @@ type Config struct {
 	Bootstrap []peer.AddrInfo
 	// Network names the overlay; nodes advertise it on the DHT and find introducers through it.
 	Network string
-	// NewNetwork: with no snapshot, no reachable bootstrap peer and a data directory that was
-	// never a member of an overlay, start a new overlay owning
-	// the whole key circle (a seed). Without it such a node refuses to start.
+	// NewNetwork: with no snapshot, no bootstrap peer that answers as a member of an overlay
+	// (inOverlay) and a data directory that was never a member of one, start a new overlay
+	// owning the whole key circle (a seed). Without it such a node refuses to start.
 	NewNetwork bool
 	// JoinAt, when set, is the key whose owner the node joins next to; otherwise a random key.
 	JoinAt *overlay.Key
@@ -214,6 +214,14 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 			r.log.Warn("bootstrap peer unreachable", zap.String("peer", b.ID.String()), zap.Error(err))
 			continue
 		}
+		if cfg.NewNetwork && !r.inOverlay(ctx, b.ID, dialWait) {
+			// A seed counts only a peer that is in an overlay: peers started with it answer
+			// too while they are still joining through it, and a seed that joined them
+			// waited with them for ever (the docker chaos test's start, once: all eight
+			// nodes joining, none the first).
+			r.log.Info("bootstrap peer is not in an overlay", zap.String("peer", b.ID.String()))
+			continue
+		}
 		reached++
 	}
 	var enter func() error
@@ -246,6 +254,32 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 		go r.rendezvous()
 	}
 	return r, nil
+}
+
+// inOverlay asks peer id for its status over the client protocol and reports whether it owns a
+// range of an overlay. No answer within wait (its event loop may not run yet) counts as no.
+func (r *Runtime) inOverlay(ctx context.Context, id peer.ID, wait time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	s, err := r.host.NewStream(ctx, id, ClientProtocol)
+	if err != nil {
+		return false
+	}
+	defer s.Close()
+	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
+	defer stop()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = s.SetDeadline(dl)
+	}
+	req := &pb.ClientRequest{Version: ClientVersion, Op: pb.ClientOp_CLIENT_OP_STATUS}
+	if err := NewFrameWriter(s).WriteMsg(req); err != nil {
+		return false
+	}
+	var rep pb.ClientReply
+	if err := NewFrameReader(s).ReadMsg(&rep); err != nil {
+		return false
+	}
+	return rep.GetNode().GetRange() != nil
 }
 
 func orDefault(d, def time.Duration) time.Duration {

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"sort"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
+	"github.com/multiformats/go-multiaddr"
 
 	"github.com/skiprange/skiprange/client"
 	"github.com/skiprange/skiprange/node"
@@ -531,4 +533,66 @@ func TestRestartAfterDeclaredDead(t *testing.T) {
 		t.Fatal("the victim held no key: the test shows nothing")
 	}
 	t.Logf("node down %s (%d keys rewritten meanwhile) came back and was re-admitted", gone, rewritten)
+}
+
+// TestSeedStartsWhilePeersAreJoiningThroughIt: b starts first and joins through a, the seed,
+// not up yet; a then starts with --new-network and b as its bootstrap peer. b answers — it is
+// up, joining through a — but is in no overlay: a counted it as reached and joined it, and the
+// two waited on each other for ever (the docker chaos test's start, once). The seed starts the
+// overlay and b joins it.
+func TestSeedStartsWhilePeersAreJoiningThroughIt(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	keyA, _, _ := crypto.GenerateEd25519Key(nil)
+	keyB, _, _ := crypto.GenerateEd25519Key(nil)
+	idA, err := peer.IDFromPrivateKey(keyA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	addrA, err := multiaddr.NewMultiaddr(fmt.Sprintf("/ip4/127.0.0.1/tcp/%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := map[string]chan struct{}{"a": make(chan struct{}), "b": make(chan struct{})}
+	start := func(name string, key crypto.PrivKey, listen string, seed bool, bootstrap peer.AddrInfo) *p2p.Runtime {
+		var once sync.Once
+		rt, err := p2p.Start(ctx, p2p.Config{
+			Identity: key, ListenAddrs: []string{listen}, Node: FastConfig(), Store: store.NewMemory(),
+			NewNetwork: seed, Bootstrap: []peer.AddrInfo{bootstrap},
+			OnEvent: func(e overlay.Event) {
+				if e.Kind == overlay.EventJoined {
+					once.Do(func() { close(joined[name]) })
+				}
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(rt.Close)
+		return rt
+	}
+	b := start("b", keyB, "/ip4/127.0.0.1/tcp/0", false, peer.AddrInfo{ID: idA, Addrs: []multiaddr.Multiaddr{addrA}})
+	a := start("a", keyA, addrA.String(), true, b.AddrInfo())
+	for _, name := range []string{"a", "b"} {
+		select {
+		case <-joined[name]:
+		case <-ctx.Done():
+			t.Fatalf("%s never joined: the seed waited on a peer that was joining through it", name)
+		}
+	}
+	for name, rt := range map[string]*p2p.Runtime{"a": a, "b": b} {
+		var owns bool
+		if err := rt.Do(ctx, func(n *nodeT) { owns = n.Owns() }); err != nil {
+			t.Fatal(err)
+		}
+		if !owns {
+			t.Errorf("%s owns no range", name)
+		}
+	}
 }
