@@ -1808,31 +1808,7 @@ func TestTakeOverAsksAgainWhenTheAnswerNamesASilentNode(t *testing.T) {
 // up to 2000: the key written meanwhile stayed at b, outside its range, found by no read (skipsim
 // balance --pause 0.1 --pause-for 120s --seed 9). b now writes it out to f after the flip.
 func TestPartTakenOverDuringAJoinWrittenOut(t *testing.T) {
-	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
-	slow := true
-	nw.drop = func(s sentMsg) bool { return slow && s.from == "f" && s.to == "b" && s.m.GetHandoffAck() != nil }
-	nw.join("f", "b", k(1500))
-	b := nw.nodes["b"]
-	if !b.Busy() {
-		t.Fatal("b is not handing f its piece: the case tests nothing")
-	}
-	nw.crash("c")
-	for i := 0; b.Range().End != k(3000); i++ {
-		if i == 25 {
-			t.Fatalf("b did not take c's range over while the join was under way (b owns %s)", b.Range())
-		}
-		nw.advance(time.Second)
-	}
-	b.Put(k(2500), []byte("written meanwhile"))
-	nw.run()
-	if got := value(t, b, 2500); got != "written meanwhile" {
-		t.Fatalf("2500 at b: %q: the case tests nothing", got)
-	}
-	if !b.Busy() {
-		t.Fatal("the join ended before its flip: the case tests nothing")
-	}
-	slow = false
-	nw.advance(time.Minute)
+	nw, b := takeOverDuringAHandoff(t, "f", func(nw *testNet) { nw.join("f", "b", k(1500)) })
 	nw.checkRing()
 	f := nw.nodes["f"]
 	if got := f.Range(); got != (overlay.Range{Start: k(1500), End: k(3000)}) {
@@ -1846,36 +1822,48 @@ func TestPartTakenOverDuringAJoinWrittenOut(t *testing.T) {
 	}
 }
 
-// TestPartTakenOverDuringALeaveWrittenOut: b leaves, handing [1000, 2000) to a, and a's
-// acknowledgements are slow; meanwhile c dies, b takes [2000, 3000) over and a key is written
-// there (at b). Once the leave flips, the key must not leave with b: b writes it out through a
-// to whoever owns it then.
-func TestPartTakenOverDuringALeaveWrittenOut(t *testing.T) {
+// takeOverDuringAHandoff starts, on fiveNodes, a handoff of b's (start) whose receiver's
+// acknowledgements are held back; meanwhile c dies, b takes [2000, 3000) over and 2500 is
+// written there, at b. Then the acknowledgements go through and a minute passes. It returns the
+// network and b.
+func takeOverDuringAHandoff(t *testing.T, receiver overlay.NodeID, start func(nw *testNet)) (*testNet, *Node) {
+	t.Helper()
 	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
 	slow := true
-	nw.drop = func(s sentMsg) bool { return slow && s.from == "a" && s.to == "b" && s.m.GetHandoffAck() != nil }
+	nw.drop = func(s sentMsg) bool { return slow && s.from == receiver && s.to == "b" && s.m.GetHandoffAck() != nil }
+	start(nw)
 	b := nw.nodes["b"]
-	if err := b.Leave(); err != nil {
-		t.Fatal(err)
-	}
-	nw.run()
 	if !b.Busy() {
-		t.Fatal("b is not handing a its range: the case tests nothing")
+		t.Fatalf("b is not handing %s a piece: the case tests nothing", receiver)
 	}
 	nw.crash("c")
 	for i := 0; b.Range().End != k(3000); i++ {
 		if i == 25 {
-			t.Fatalf("b did not take c's range over while its leave was under way (b owns %s)", b.Range())
+			t.Fatalf("b did not take c's range over while its handoff was under way (b owns %s)", b.Range())
 		}
 		nw.advance(time.Second)
 	}
 	b.Put(k(2500), []byte("written meanwhile"))
 	nw.run()
-	if got := value(t, b, 2500); got != "written meanwhile" {
-		t.Fatalf("2500 at b: %q: the case tests nothing", got)
+	if got := value(t, b, 2500); got != "written meanwhile" || !b.Busy() {
+		t.Fatalf("2500 at b: %q, b busy %v: the case tests nothing", got, b.Busy())
 	}
 	slow = false
 	nw.advance(time.Minute)
+	return nw, b
+}
+
+// TestPartTakenOverDuringALeaveWrittenOut: b leaves, handing [1000, 2000) to a, and a's
+// acknowledgements are slow; meanwhile c dies, b takes [2000, 3000) over and a key is written
+// there (at b). Once the leave flips, the key must not leave with b: b writes it out through a
+// to whoever owns it then.
+func TestPartTakenOverDuringALeaveWrittenOut(t *testing.T) {
+	nw, b := takeOverDuringAHandoff(t, "a", func(nw *testNet) {
+		if err := nw.nodes["b"].Leave(); err != nil {
+			t.Fatal(err)
+		}
+		nw.run()
+	})
 	if b.State() != StateLeft {
 		t.Fatalf("b is %s, want left", b.State())
 	}
