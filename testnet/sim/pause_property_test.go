@@ -43,17 +43,13 @@ func (p *propertyNet) pause(t *rapid.T) {
 	hold := []time.Duration{2 * time.Second, 8 * time.Second, 20 * time.Second, 90 * time.Second, 10 * time.Minute}
 	d := hold[rapid.IntRange(0, len(hold)-1).Draw(t, "hold")]
 	t.Logf("t=%s paused %v for %s", p.h.Net.Now(), paused, d)
-	if rapid.IntRange(0, 2).Draw(t, "burst inside") == 0 {
-		p.burst(t)
-	}
-	p.h.Net.RunFor(d)
-	for _, id := range paused {
-		if p.h.Net.Paused(id) { // not crashed by the burst
-			if err := p.h.Net.Resume(id); err != nil {
-				t.Fatal(err)
+	p.faultFor(t, d, "resumed", func() {
+		for _, id := range paused {
+			if p.h.Net.Paused(id) { // not crashed by the burst
+				if err := p.h.Net.Resume(id); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
-	}
-	t.Logf("t=%s resumed", p.h.Net.Now())
-	p.h.Net.RunFor(10 * time.Minute)
+	})
 }
