@@ -166,8 +166,9 @@ func (n *Node) lookup(op pb.Op, key overlay.Key, value []byte) uint64 {
 // this node declared dead that answered from outside its range: via may be in another ring that
 // formed while the two were cut off from each other. The owner of this node's start there finds
 // it inside its own range (onLookup) and settles the overlap, which begins the merge of
-// the two rings. In the same ring the search ends at this node itself, and nothing happens.
-func (n *Node) announceVia(via overlay.NodeID) {
+// the two rings. In the same ring the search ends at this node itself, and nothing happens. It
+// returns the search's request id.
+func (n *Node) announceVia(via overlay.NodeID) uint64 {
 	id := n.newReqID()
 	req := &request{id: id, kind: overlay.ResultLookup, op: pb.Op_OP_FIND, key: n.self.Start, via: via, onDone: func(overlay.Result) {}}
 	req.issue = func() {
@@ -175,6 +176,7 @@ func (n *Node) announceVia(via overlay.NodeID) {
 		n.send(via, &pb.Envelope{Body: &pb.Envelope_Lookup{Lookup: m}}, pb.Cause_CAUSE_MAINTAIN)
 	}
 	n.startRequest(req)
+	return id
 }
 
 func (n *Node) newReqID() uint64 {

@@ -127,6 +127,9 @@ type maintainState struct {
 	// and then for a while (callCutOff): one that answers was cut off, not dead (a partition),
 	// and the two rings that formed meanwhile merge through it.
 	cutOff []cutOffPeer
+	// crossCheck is the request of the last search sent through a node the runtime found
+	// (CrossCheck): one at a time.
+	crossCheck uint64
 	// recent are the last nodes heard from in level scans, remembered too when the node finds
 	// itself alone: its links may all have been dead while they were not.
 	recent     [16]overlay.Peer
@@ -1401,6 +1404,24 @@ func (n *Node) Rediscover(id overlay.NodeID) {
 		}
 	}
 	n.maintain.former = append(n.maintain.former, overlay.Peer{ID: id})
+}
+
+// CrossCheck is given a node the runtime found through discovery, now and then, at random, while
+// this node serves a range in a ring: if it is not a neighbour here, the search for this node's
+// start goes through it (announceVia). In this ring the search ends here and nothing happens; in
+// another — one that formed apart during a cut and was never called on, because the cut lasted
+// longer than the calls on cut-off successors (cutOffFor) or every node called on died — the
+// owner of this node's start finds it inside its range, and the rings merge from there as after
+// any cut. Without it, such rings stayed apart for ever (TestRingsApartForMoreThanADayMerge).
+// One search at a time: a node found while one is under way is passed over.
+func (n *Node) CrossCheck(id overlay.NodeID) {
+	if id == n.self.ID || n.state != StateActive || n.Alone() || n.linked(id) {
+		return
+	}
+	if _, searching := n.pending[n.maintain.crossCheck]; searching {
+		return
+	}
+	n.maintain.crossCheck = n.announceVia(id)
 }
 
 // Alone reports whether the node owns a range and knows no other node on level 0: after the

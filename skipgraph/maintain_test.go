@@ -1117,3 +1117,42 @@ func TestTakeOverCheckGoesOnWhenTheGoneNodeSpeaksAgain(t *testing.T) {
 		t.Fatalf("a owns %s, want [\"\", 3000)", a.Range())
 	}
 }
+
+// TestCrossCheckMergesTwoRings: two rings that never knew each other ({a, b} and {x, y}, as two
+// seeds started apart, or the two sides of a cut longer than the calls on cut-off successors
+// last) each hold the whole circle and items of their own. b is given x to cross-check (as the
+// runtime gives a peer found through discovery): the search for b's start ends at x, the owner
+// of that start in the other ring, which checks b as an intruder; the rings merge into one of
+// four where every item of both reads its value. A cross-check of a neighbour, of the node
+// itself, or while one is under way sends nothing.
+func TestCrossCheckMergesTwoRings(t *testing.T) {
+	nw := newTestNet(t, DefaultConfig())
+	a := nw.bootstrap("a")
+	nw.join("b", "a", k(1000))
+	x := nw.bootstrap("x")
+	nw.join("y", "x", k(2500))
+	nw.advance(time.Minute)
+	want := map[int]string{}
+	nw.rewrite(want, "a", 0, 2000)
+	nw.rewrite(want, "x", 2000, 4000)
+	b := nw.nodes["b"]
+	sent := func(id overlay.NodeID) int { return len(nw.envs[id].outbox) }
+	before := sent("b")
+	b.CrossCheck("a")
+	b.CrossCheck("b")
+	if sent("b") != before {
+		t.Fatal("a cross-check of a neighbour or of the node itself sent a message")
+	}
+	b.CrossCheck("x")
+	b.CrossCheck("y")
+	if got := sent("b") - before; got != 1 {
+		t.Fatalf("two cross-checks of nodes unknown here, the first under way: %d messages, want 1", got)
+	}
+	nw.advance(5 * time.Minute)
+	nw.checkRing()
+	nw.checkLevels()
+	if len(nw.live()) != 4 || !a.Owns() || !x.Owns() {
+		t.Fatalf("%d live nodes", len(nw.live()))
+	}
+	nw.checkAllValues(t, want)
+}

@@ -31,6 +31,7 @@ type options struct {
 	libp2pLog   string
 	logJSON     bool
 	leaveWait   time.Duration
+	ringCheck   time.Duration
 	algorithm   string
 	node        node.Config
 }
@@ -87,6 +88,7 @@ func newFlags(fs *flag.FlagSet, o *options) *string {
 	fs.StringVar(&o.libp2pLog, "libp2p-log-level", "error", "log level of libp2p's own loggers")
 	fs.BoolVar(&o.logJSON, "log-json", false, "log JSON lines instead of console text")
 	fs.DurationVar(&o.leaveWait, "leave-timeout", time.Minute, "how long a graceful leave may take before the node exits anyway")
+	fs.DurationVar(&o.ringCheck, "ring-check", 10*time.Minute, "how often, on average, the node asks a peer found on the DHT under --network to look for it: two rings that formed apart (a cut longer than a day, or two seeds started apart) merge through it; 0 turns it off")
 	sg := &o.node.SkipGraph
 	fs.DurationVar(&sg.ProbeInterval, "probe-interval", sg.ProbeInterval, "how often a node pings its ring neighbours; failure detection takes about probe-misses × this")
 	fs.DurationVar(&sg.ProbeTimeout, "probe-timeout", sg.ProbeTimeout, "how long a ping waits for its answer")
@@ -187,6 +189,9 @@ func applyFile(fs *flag.FlagSet, path string, given map[string]bool) error {
 
 // finish checks the settings as a whole.
 func (o *options) finish() error {
+	if o.ringCheck < 0 {
+		return fmt.Errorf("--ring-check %s: want a positive duration, or 0 to turn the ring checks off", o.ringCheck)
+	}
 	alg, err := nixmig.ParseAlgorithm(o.algorithm)
 	if err != nil {
 		return err

@@ -113,7 +113,10 @@ func serve(o *options, log *zap.Logger, stdout io.Writer) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg := p2p.Config{
 		Identity: key, ListenAddrs: o.listen, Bootstrap: bootstrap, Network: o.network, NewNetwork: o.newNetwork,
-		Node: o.node, Store: st, Logger: log, Registerer: reg,
+		Node: o.node, Store: st, Logger: log, Registerer: reg, RingCheck: o.ringCheck,
+	}
+	if o.ringCheck == 0 {
+		cfg.RingCheck = -1 // off; p2p takes 0 for its default
 	}
 	if o.joinAt != "" {
 		k := overlay.Key(o.joinAt)

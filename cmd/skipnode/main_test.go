@@ -255,6 +255,7 @@ func TestRunExitCodes(t *testing.T) {
 		{"--config", bad},
 		{"--log-level", "loud"},
 		{"--libp2p-log-level", "loud"},
+		{"--ring-check", "-1m"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(args, &stdout, &stderr); code != exitUsage {

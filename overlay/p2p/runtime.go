@@ -81,6 +81,11 @@ type Config struct {
 	// Gater, when set, may refuse the host's connections (tests cut a local network in two
 	// with it).
 	Gater coreconnmgr.ConnectionGater
+	// RingCheck is how often, on average, a node serving a range gives its node a peer found on
+	// the DHT under Network to cross-check (Node.CrossCheck): two rings that formed apart — a
+	// cut longer than the day a node calls on the successors it declared dead, or two seeds
+	// started apart — merge through it. 10 minutes when zero; negative turns it off.
+	RingCheck time.Duration
 }
 
 // Runtime runs one node on a libp2p host: every message, timer and client request becomes a step
@@ -151,6 +156,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	cfg.ClientTimeout = orDefault(cfg.ClientTimeout, 30*time.Second)
 	cfg.WriteTimeout = orDefault(cfg.WriteTimeout, 10*time.Second)
 	cfg.IdleTimeout = orDefault(cfg.IdleTimeout, 2*time.Minute)
+	cfg.RingCheck = orDefault(cfg.RingCheck, 10*time.Minute)
 	if len(cfg.ListenAddrs) == 0 {
 		cfg.ListenAddrs = []string{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/udp/0/quic-v1"}
 	}
@@ -499,7 +505,8 @@ func (r *Runtime) protectNeighbours() {
 // looks there every two seconds for more introducers (its bootstrap peers may be DHT nodes
 // only, or gone). While the node is alone — every node it knew failed or was unreachable, as
 // after a partition — it names the nodes found there and its bootstrap peers to the node, which
-// calls on them: one that answers merges the rings again.
+// calls on them: one that answers merges the rings again. While it serves a range in a ring,
+// it gives the node one of them at random to cross-check now and then (Config.RingCheck).
 func (r *Runtime) rendezvous() {
 	defer r.wg.Done()
 	disc := drouting.NewRoutingDiscovery(r.kad)
@@ -507,6 +514,7 @@ func (r *Runtime) rendezvous() {
 	dutil.Advertise(r.ctx, disc, ns)
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
+	nextCheck := time.Now().Add(jittered(r.cfg.RingCheck))
 	for {
 		select {
 		case <-r.ctx.Done():
@@ -520,38 +528,61 @@ func (r *Runtime) rendezvous() {
 		}) != nil {
 			return
 		}
-		if !joining && !alone {
+		checkRing := !joining && !alone && r.cfg.RingCheck > 0 && time.Now().After(nextCheck)
+		if !joining && !alone && !checkRing {
 			continue
 		}
-		fctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
-		found, err := dutil.FindPeers(fctx, disc, ns)
-		cancel()
-		if err != nil && joining {
-			continue
-		}
-		var ids []overlay.NodeID
-		for _, p := range found {
-			if p.ID != r.host.ID() {
-				r.host.Peerstore().AddAddrs(p.ID, p.Addrs, time.Hour)
-				ids = append(ids, overlay.NodeID(p.ID))
+		ids, err := r.findPeers(disc, ns)
+		switch {
+		case joining:
+			if err == nil {
+				r.post(func() { r.node.AddIntroducers(ids...) })
 			}
-		}
-		if joining {
-			r.post(func() { r.node.AddIntroducers(ids...) })
-			continue
-		}
-		for _, b := range r.cfg.Bootstrap {
-			if b.ID != r.host.ID() {
-				r.host.Peerstore().AddAddrs(b.ID, b.Addrs, time.Hour)
-				ids = append(ids, overlay.NodeID(b.ID))
+		case checkRing:
+			nextCheck = time.Now().Add(jittered(r.cfg.RingCheck))
+			if len(ids) > 0 {
+				id := ids[rand.IntN(len(ids))]
+				r.post(func() { r.node.CrossCheck(id) })
 			}
-		}
-		r.post(func() {
-			for _, id := range ids {
-				r.node.Rediscover(id)
+		default:
+			for _, b := range r.cfg.Bootstrap {
+				if b.ID != r.host.ID() {
+					r.host.Peerstore().AddAddrs(b.ID, b.Addrs, time.Hour)
+					ids = append(ids, overlay.NodeID(b.ID))
+				}
 			}
-		})
+			r.post(func() {
+				for _, id := range ids {
+					r.node.Rediscover(id)
+				}
+			})
+		}
 	}
+}
+
+// findPeers returns the other nodes advertised on the DHT under ns, their addresses added to the
+// peer store, and the lookup's error (after 10 s at most; the peers found by then are returned).
+func (r *Runtime) findPeers(disc *drouting.RoutingDiscovery, ns string) ([]overlay.NodeID, error) {
+	fctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
+	defer cancel()
+	found, err := dutil.FindPeers(fctx, disc, ns)
+	var ids []overlay.NodeID
+	for _, p := range found {
+		if p.ID != r.host.ID() {
+			r.host.Peerstore().AddAddrs(p.ID, p.Addrs, time.Hour)
+			ids = append(ids, overlay.NodeID(p.ID))
+		}
+	}
+	return ids, err
+}
+
+// jittered returns d scaled by a random factor in [0.5, 1.5), so that nodes started together
+// do not all look at once (d itself when it is not positive).
+func jittered(d time.Duration) time.Duration {
+	if d <= 0 {
+		return d
+	}
+	return d/2 + time.Duration(rand.Int64N(int64(d)+1))
 }
 
 // Leave hands the node's range over to its neighbour and waits until the neighbour confirmed

@@ -38,6 +38,8 @@ type Options struct {
 	JoinTimeout time.Duration
 	// Network, when set, is advertised on the DHT by every node (rendezvous).
 	Network string
+	// RingCheck is p2p.Config.RingCheck: how often a node cross-checks a peer found on the DHT.
+	RingCheck time.Duration
 	// HoldBalancing: nodes do not balance until their runtimes' StartBalancing.
 	HoldBalancing bool
 	// JoinAt, when set, gives the key node i joins next to (by default a random key). Tests
@@ -177,6 +179,7 @@ func (nw *Network) run(ctx context.Context, m *Member) error {
 		Node:          *nw.opts.Node,
 		HoldBalancing: nw.opts.HoldBalancing,
 		Network:       nw.opts.Network,
+		RingCheck:     nw.opts.RingCheck,
 		Store:         m.store,
 		Logger:        nw.opts.Logger.With(zap.Int("i", m.Index)),
 		OnEvent: func(e overlay.Event) {

@@ -74,7 +74,13 @@ func entries(nw *Network) []peer.AddrInfo {
 // the key circle.
 func checkRing(t *testing.T, c *client.Client, nw *Network, want int) *client.Ring {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	return checkRingWithin(t, c, nw, want, 20*time.Second)
+}
+
+// checkRingWithin is checkRing waiting up to d for the ring to become whole.
+func checkRingWithin(t *testing.T, c *client.Client, nw *Network, want int, d time.Duration) *client.Ring {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	var last string
 	for ctx.Err() == nil {
@@ -86,7 +92,7 @@ func checkRing(t *testing.T, c *client.Client, nw *Network, want int) *client.Ri
 		last = fmt.Sprintf("err %v, %d nodes, issues %v", err, len(ringNodes(ring)), ringIssues(ring))
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.Fatalf("ring never became whole with %d nodes: %s", want, last)
+	t.Fatalf("ring never became whole with %d nodes within %s: %s", want, d, last)
 	return nil
 }
 
@@ -183,6 +189,12 @@ func checkItems(t *testing.T, what string, got []*pb.Item, ref map[string]string
 // load writes n keys (value = "v"+key) through batches and returns them.
 func load(t *testing.T, c *client.Client, nw *Network, n int) map[string]string {
 	t.Helper()
+	return loadFrom(t, c, nw, 0, n)
+}
+
+// loadFrom writes the keys from to from+n-1 (keyOf) through one entry node.
+func loadFrom(t *testing.T, c *client.Client, nw *Network, from, n int) map[string]string {
+	t.Helper()
 	ctx := context.Background()
 	ref := map[string]string{}
 	e, _ := nw.Entry()
@@ -197,7 +209,7 @@ func load(t *testing.T, c *client.Client, nw *Network, n int) map[string]string 
 		}
 		batch = nil
 	}
-	for i := 0; i < n; i++ {
+	for i := from; i < from+n; i++ {
 		k := keyOf(i)
 		ref[k] = "v" + k
 		batch = append(batch, &pb.Item{Key: []byte(k), Value: []byte(ref[k])})

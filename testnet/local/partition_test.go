@@ -2,8 +2,11 @@ package local
 
 import (
 	"context"
+	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/skiprange/skiprange/overlay"
 )
 
 // TestPartitionHeals: eight real nodes are cut into two arcs of the ring, four and four, for
@@ -47,5 +50,42 @@ func TestPartitionHeals(t *testing.T) {
 	checkRing(t, c, nw, 8)
 	if bad := readAll(t, c, nw, ref); len(bad) != 0 {
 		t.Fatalf("%d keys unreadable after the cut healed: %v", len(bad), bad)
+	}
+}
+
+// TestSeedsStartedApartMerge: two networks of four real nodes each start apart under one
+// network name — two seeds, each with joiners of its own, as after a cut longer than the day a
+// node calls on the successors it declared dead — and each takes writes of its own. Nothing
+// links them: no node of either ever knew a node of the other. Once one host of each side
+// connects, the DHT lets the nodes find each other's side, and the ring checks
+// (Options.RingCheck: a node found on the DHT is sent a search for the checker's start) merge
+// the two rings into one of eight, where every key written on either side reads its value.
+func TestSeedsStartedApartMerge(t *testing.T) {
+	joinAt := func(offset int) func(int) overlay.Key {
+		rng := rand.New(rand.NewPCG(uint64(offset), 11))
+		return func(int) overlay.Key { return overlay.Key(keyOf(offset + rng.IntN(400))) }
+	}
+	opts := Options{Network: "seeds-started-apart", RingCheck: time.Second}
+	opts.JoinAt = joinAt(0)
+	a := startNet(t, 4, opts)
+	opts.JoinAt = joinAt(400)
+	b := startNet(t, 4, opts)
+	c := newClient(t)
+	checkRing(t, c, a, 4)
+	checkRing(t, c, b, 4)
+	ref := loadFrom(t, c, a, 0, 400)
+	for k, v := range loadFrom(t, c, b, 400, 400) {
+		ref[k] = v
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.Running()[0].Host().Connect(ctx, b.Running()[0].AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	checkRingWithin(t, c, a, 8, time.Minute)
+	t.Logf("one ring of eight %s after the hosts connected", time.Since(start).Round(100*time.Millisecond))
+	if bad := readAll(t, c, a, ref); len(bad) != 0 {
+		t.Fatalf("%d keys unreadable after the rings merged: %v", len(bad), bad)
 	}
 }

@@ -185,6 +185,59 @@ func TestPartitionedHalvesMergeAfterMigrations(t *testing.T) {
 	}
 }
 
+// TestRingsApartForMoreThanADayMerge cuts sixteen nodes in two groups of eight (two arcs, or
+// every other node) for 26 hours: each side forms a ring over the whole circle, and its nodes
+// call on the successors they declared dead for a day only (cutOffFor). Once that day was over,
+// nothing brought the two rings together after the cut healed — no node is alone, so the
+// rendezvous names nobody. The ring checks (Config.RingCheck: a node found at random is sent a
+// search for the checker's start) merge them; without them the rings are still apart two hours
+// after the heal.
+func TestRingsApartForMoreThanADayMerge(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		side func(i int) int
+	}{
+		{"arcs", func(i int) int { return i / 8 }},
+		{"every other node", func(i int) int { return i % 2 }},
+	} {
+		for _, ringCheck := range []time.Duration{0, DefaultConfig().RingCheck} {
+			t.Run(fmt.Sprintf("%s, ring checks %s", c.name, ringCheck), func(t *testing.T) {
+				cfg := DefaultConfig()
+				cfg.RingCheck = ringCheck
+				h := build(t, cfg, 16)
+				putSpread(t, h, 300)
+				groups := map[overlay.NodeID]int{}
+				for i, s := range h.Net.owners() {
+					groups[s.id] = c.side(i)
+				}
+				h.Net.Partition(groups)
+				h.Net.RunFor(26 * time.Hour)
+				for _, n := range h.Net.Live() {
+					if n.Alone() {
+						t.Fatalf("%s is alone: the test would test the rendezvous", n.ID())
+					}
+				}
+				h.Net.Heal()
+				healed := h.Net.Now()
+				merged := h.settle(2*time.Hour, func(int) {})
+				t.Logf("merged %v after %s", merged, h.Net.Now()-healed)
+				if ringCheck == 0 {
+					if merged {
+						t.Fatal("without ring checks the rings merged: the test does not test them")
+					}
+					return
+				}
+				if !merged {
+					t.Fatalf("two hours after a 26-hour cut healed: %s", h.Net.Check())
+				}
+				if m, x, w := h.Net.CheckItems(h.Expected, h.Lost); m+x+w > 0 {
+					t.Fatalf("items: %d missing, %d unexpected, %d wrong", m, x, w)
+				}
+			})
+		}
+	}
+}
+
 // TestRendezvousEndsALoneNodesSplit: a node cut off from all others long enough takes the whole
 // circle, and once it has called on every node it remembered (formerCalls times each, and those
 // it declared dead for a day, cutOffFor) it stops calling: after the partition

@@ -19,13 +19,27 @@ import (
 //
 //	SKIPRANGE_RANDOM_PROPS=1 go test ./testnet/sim/ -run 'TestPartitionProperties$' -rapid.checks=3000
 func TestPartitionProperties(t *testing.T) {
-	checkRounds(t, 20261129, 3, (*propertyNet).partition)
+	checkRounds(t, 20261129, 3, partition(5*time.Second, 20*time.Second, 90*time.Second, 5*time.Minute, 30*time.Minute, 3*time.Hour))
 }
 
-// partition cuts the live nodes in two groups, either two arcs of the ring or two random sets,
-// keeps them apart for a drawn time (with a burst of joins, leaves and crashes inside, at times),
-// and heals the cut.
-func (p *propertyNet) partition(t *rapid.T) {
+// TestLongPartitionProperties is TestPartitionProperties with cuts longer than a day, the time a
+// node calls on the successors it declared dead: the two rings that formed apart are found by
+// the ring checks alone (Config.RingCheck). Each case simulates more than a day: CI runs twenty.
+//
+//	SKIPRANGE_RANDOM_PROPS=1 go test ./testnet/sim/ -run 'TestLongPartitionProperties$' -rapid.checks=1000
+func TestLongPartitionProperties(t *testing.T) {
+	defer fewerRapidChecks(t, 20)()
+	checkRounds(t, 20261130, 1, partition(25*time.Hour, 30*time.Hour))
+}
+
+// partition returns a disturbance that cuts the live nodes in two groups, either two arcs of
+// the ring or two random sets, keeps them apart for one of the times cuts (with a burst of
+// joins, leaves and crashes inside, at times), and heals the cut.
+func partition(cuts ...time.Duration) func(*propertyNet, *rapid.T) {
+	return func(p *propertyNet, t *rapid.T) { p.partition(t, cuts) }
+}
+
+func (p *propertyNet) partition(t *rapid.T, cuts []time.Duration) {
 	ids := p.owners()
 	if len(ids) < 2 {
 		return
@@ -46,8 +60,7 @@ func (p *propertyNet) partition(t *rapid.T) {
 		}
 	}
 	p.h.Net.Partition(groups)
-	cut := []time.Duration{5 * time.Second, 20 * time.Second, 90 * time.Second, 5 * time.Minute, 30 * time.Minute, 3 * time.Hour}
-	d := cut[rapid.IntRange(0, len(cut)-1).Draw(t, "cut")]
+	d := cuts[rapid.IntRange(0, len(cuts)-1).Draw(t, "cut")]
 	t.Logf("t=%s partition %v for %s", p.h.Net.Now(), groups, d)
 	p.faultFor(t, d, "healed", p.h.Net.Heal)
 }

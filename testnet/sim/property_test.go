@@ -289,3 +289,17 @@ func fixedRapidSeed(t *testing.T, seed uint64) func() {
 	}
 	return func() { _ = f.Value.Set("0") }
 }
+
+// fewerRapidChecks makes rapid run checks cases instead of its default hundred unless
+// -rapid.checks is given or SKIPRANGE_RANDOM_PROPS=1 is set, for a test whose cases each
+// simulate a day or more; the returned function restores the flag.
+func fewerRapidChecks(t *testing.T, checks int) func() {
+	f := flag.Lookup("rapid.checks")
+	if f == nil || f.Value.String() != f.DefValue || os.Getenv("SKIPRANGE_RANDOM_PROPS") != "" {
+		return func() {}
+	}
+	if err := f.Value.Set(strconv.Itoa(checks)); err != nil {
+		t.Fatal(err)
+	}
+	return func() { _ = f.Value.Set(f.DefValue) }
+}

@@ -40,6 +40,11 @@ type Config struct {
 	// through the DHT does (overlay/p2p): without it, a node whose every link and remembered
 	// peer crashed at once (30% of 500 nodes) held the whole circle for ever beside the ring.
 	Rendezvous time.Duration
+	// RingCheck, when positive, is how often on average each node serving a range is given
+	// another such node at random to cross-check (Node.CrossCheck), as the libp2p runtime gives
+	// it one found through the DHT: rings that formed apart during a cut longer than a day, the
+	// time a node calls on the successors it declared dead, merge through it.
+	RingCheck time.Duration
 }
 
 // FitTimeouts raises the nodes' probe timeout to the longest round trip plus one hop, so that
@@ -52,7 +57,7 @@ func (c *Config) FitTimeouts() {
 
 // DefaultConfig returns a lossless network with one time unit per hop.
 func DefaultConfig() Config {
-	return Config{Seed: 1, Latency: time.Second, Node: node.DefaultConfig(), Rendezvous: 10 * time.Second}
+	return Config{Seed: 1, Latency: time.Second, Node: node.DefaultConfig(), Rendezvous: 10 * time.Second, RingCheck: 10 * time.Minute}
 }
 
 // Network is a simulated network of nodes.
@@ -63,10 +68,13 @@ type Network struct {
 	agenda schedule
 	seq    uint64
 	rng    *rand.Rand
-	nodes  map[overlay.NodeID]*simNode
-	order  []*simNode // creation order, for deterministic iteration
-	groups map[overlay.NodeID]int
-	log    *zap.Logger
+	// ringRng draws the ring checks (Config.RingCheck) apart from rng, whose draws (loss,
+	// jitter, the workloads') stay as they were without them.
+	ringRng *rand.Rand
+	nodes   map[overlay.NodeID]*simNode
+	order   []*simNode // creation order, for deterministic iteration
+	groups  map[overlay.NodeID]int
+	log     *zap.Logger
 
 	// OnResult receives the results of client requests (as events of their own, after the call
 	// that started them returns); OnEvent receives the nodes' reported events.
@@ -138,17 +146,51 @@ func New(cfg Config) (*Network, error) {
 		log = zap.NewNop()
 	}
 	nw := &Network{
-		cfg:    cfg,
-		epoch:  time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
-		rng:    rand.New(rand.NewPCG(cfg.Seed, 0x5eed)),
-		nodes:  map[overlay.NodeID]*simNode{},
-		groups: map[overlay.NodeID]int{},
-		log:    log,
+		cfg:     cfg,
+		epoch:   time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x5eed)),
+		ringRng: rand.New(rand.NewPCG(cfg.Seed, 0x21c6)),
+		nodes:   map[overlay.NodeID]*simNode{},
+		groups:  map[overlay.NodeID]int{},
+		log:     log,
 	}
 	if cfg.Rendezvous > 0 {
 		nw.At(cfg.Rendezvous, nw.rendezvous)
 	}
+	if cfg.RingCheck > 0 {
+		nw.At(ringCheckTick, nw.ringChecks)
+	}
 	return nw, nil
+}
+
+// ringCheckTick is the period at which the simulator draws the ring checks of Config.RingCheck.
+const ringCheckTick = 10 * time.Second
+
+// ringChecks gives each running, unpaused node serving a range, with the probability that
+// makes one check per Config.RingCheck on average, another such node at random to cross-check;
+// and comes again after ringCheckTick.
+func (nw *Network) ringChecks() {
+	defer nw.At(nw.now+ringCheckTick, nw.ringChecks)
+	var owners []*simNode
+	for _, s := range nw.order {
+		if s.alive && !s.paused && s.node.Owns() {
+			owners = append(owners, s)
+		}
+	}
+	if len(owners) < 2 {
+		return
+	}
+	p := float64(ringCheckTick) / float64(nw.cfg.RingCheck)
+	for _, s := range owners {
+		if nw.ringRng.Float64() >= p {
+			continue
+		}
+		other := owners[nw.ringRng.IntN(len(owners)-1)]
+		if other == s {
+			other = owners[len(owners)-1]
+		}
+		s.node.CrossCheck(other.id)
+	}
 }
 
 // rendezvous gives every running node that is alone a random other node that runs and owns a
