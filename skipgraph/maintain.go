@@ -1661,7 +1661,7 @@ func (n *Node) onLevelScan(s *pb.LevelScan) {
 			// bit (found at 250 nodes after Item Balancing on a 3% pulse; a bound of 64 hops
 			// left those rings broken for good).
 			next := n.scanNext(origin, l, s.Side)
-			if next.IsZero() || s.Hops >= n.cfg.MaxHops {
+			if next.IsZero() || s.Hops >= n.cfg.MaxHops || !n.scanAdvances(origin, next, s.Side) {
 				return // no way on: the origin retries on a later tick
 			}
 			s.Hops++
@@ -1704,6 +1704,22 @@ func (n *Node) onLevelScan(s *pb.LevelScan) {
 			n.updateNeighbor(other.ID, l, pb.Side_SIDE_PRED, origin, n.self.ID, n.handling)
 		}
 	}
+}
+
+// scanAdvances reports whether next lies on a scan's way from this node to its origin: clockwise
+// for a successor scan, counter-clockwise for a predecessor scan. On a whole ring it always
+// does, next being the origin at the latest. On a ring broken by failures, two nodes may link
+// each other, and scans bounced between them up to the hop limit, sent again every tick —
+// hundreds of messages a second between two nodes until the ring closed. Such a scan is
+// dropped, as one with no way on.
+func (n *Node) scanAdvances(origin, next overlay.Peer, side pb.Side) bool {
+	if next.ID == origin.ID {
+		return true
+	}
+	if side == pb.Side_SIDE_SUCC {
+		return overlay.StrictlyBetween(n.self.Start, next.Start, origin.Start)
+	}
+	return overlay.StrictlyBetween(origin.Start, next.Start, n.self.Start)
 }
 
 // scanNext is the next node of a scan for origin's level-l neighbour on side: the neighbour on the

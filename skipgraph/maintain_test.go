@@ -1156,3 +1156,34 @@ func TestCrossCheckMergesTwoRings(t *testing.T) {
 	}
 	nw.checkAllValues(t, want)
 }
+
+// TestScanDroppedWhereTheRingLeadsBack: a level-1 scan walks ring 0, broken as failures leave
+// a ring for a while, where a and b link each other as successors and neither shares the
+// origin's first bit. The scan went a → b → a → … up to the hop limit, 4,096 messages, sent
+// again every tick; a scan whose next hop does not lie on its way to the origin is dropped
+// now, after one hop.
+func TestScanDroppedWhereTheRingLeadsBack(t *testing.T) {
+	nw := fourNodes(t)
+	a, b, d := nw.nodes["a"], nw.nodes["b"], nw.nodes["d"]
+	b.self.MVec = a.self.MVec
+	a.levels[0].succ, b.levels[0].succ = b.self, a.self
+	origin := d.self.ToPB()
+	origin.Mvec = uint64(^a.self.MVec)
+	scans := func() int {
+		count := 0
+		for _, id := range nw.ids {
+			for _, s := range nw.envs[id].outbox {
+				if s.m.GetLevelScan() != nil {
+					count++
+				}
+			}
+		}
+		return count
+	}
+	before := scans()
+	a.Handle("d", &pb.Envelope{From: origin, Body: &pb.Envelope_LevelScan{LevelScan: &pb.LevelScan{Origin: origin, Level: 1, Side: pb.Side_SIDE_SUCC}}})
+	nw.run()
+	if got := scans() - before; got != 1 {
+		t.Fatalf("the scan was forwarded %d times, want 1 (a to b)", got)
+	}
+}
