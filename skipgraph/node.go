@@ -66,6 +66,9 @@ type Node struct {
 	// company on its level-ℓ ring. The node is alone on level len(levels).
 	levels   []link
 	succList []overlay.Peer
+	// unreachable are nodes a message could not be handed to lately (Undeliverable): routing
+	// passes them over while it can.
+	unreachable []unreachablePeer
 
 	lost lostSet // parts of the range whose items were lost with failed nodes
 
@@ -141,6 +144,9 @@ type Stats struct {
 	BalanceItemsOut [NumHandoffKinds]int
 	Aborts          int // handoffs aborted
 	Retries         int // client requests sent again after a timeout
+	// Rerouted counts routed messages the runtime could not hand to the next node that went on
+	// by another link at once (Undeliverable).
+	Rerouted int
 	// Sent counts messages sent, by cause.
 	Sent [NumCauses]uint64
 }

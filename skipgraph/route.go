@@ -22,8 +22,16 @@ const (
 // nearest the key that does not pass it (its level-0 predecessor at worst), which ends at the
 // owner. Stale starts held by several nodes can still close a circle until a message between
 // them corrects one (every message carries its sender's start) or the hop limit ends the route.
-// It updates r's routing fields for the hop it returns.
-func (n *Node) nextHop(r *pb.Route) (hop, overlay.NodeID) {
+// It updates r's routing fields for the hop it returns. With avoid, a greedy or backward step
+// passes over the nodes a message could not be handed to lately (Undeliverable) where another
+// link leads on (where none does, the node refused may be back and is tried): only lookups
+// and range queries do, whose one aim is their key's owner; a batch write or a join may be
+// meant for the very node (a re-admission's write-out to the node that refused it while it
+// restarted went nowhere for as long as it was avoided, and the node served its older values
+// meanwhile).
+func (n *Node) nextHop(r *pb.Route, avoid bool) (hop, overlay.NodeID) {
+	n.forgetUnreachable()
+	avoid = avoid && len(n.unreachable) > 0
 	k := overlay.Key(r.Key)
 	if n.in != nil && n.in.acked && n.in.piece.Contains(k) && !(n.Owns() && n.Range().Contains(k)) {
 		return hopHold, ""
@@ -61,7 +69,7 @@ func (n *Node) nextHop(r *pb.Route) (hop, overlay.NodeID) {
 		// The walk passed the key: it lies between this node's range and the node the walk came
 		// from, in a piece this node handed on clockwise.
 		r.WalkCcw = false
-		if best := n.closestPreceding(k); !best.IsZero() {
+		if best := n.closestPreceding(k, avoid); !best.IsZero() {
 			r.PrevStart = []byte(n.self.Start)
 			r.Hops++
 			return hopForward, best.ID
@@ -79,7 +87,7 @@ func (n *Node) nextHop(r *pb.Route) (hop, overlay.NodeID) {
 		// between the two is stale (such a link, to a node far on, sent routes round in a circle).
 		to := pred
 		if !(overlay.Range{Start: pred.Start, End: n.self.Start}).Contains(k) {
-			if back := n.closestFollowing(k); !back.IsZero() {
+			if back := n.closestFollowing(k, avoid); !back.IsZero() {
 				to = back
 			}
 		}
@@ -88,7 +96,7 @@ func (n *Node) nextHop(r *pb.Route) (hop, overlay.NodeID) {
 		r.Hops++
 		return hopForward, to.ID
 	}
-	best := n.closestPreceding(k)
+	best := n.closestPreceding(k, avoid)
 	if best.IsZero() {
 		n.Stats.Undeliver++
 		return hopDrop, ""
@@ -120,19 +128,20 @@ func (n *Node) joinerBehind(key overlay.Key) (overlay.Peer, bool) {
 	return pred, true
 }
 
-// closestFollowing returns the known node whose start lies in [k, self.Start) closest to k: the
+// closestFollowing returns the known node whose start lies in [k, self.Start) closest to k (with
+// avoid, a node unreachable lately passed over): the
 // longest step back counter-clockwise that does not pass the key. A walk back one level-0
 // neighbour at a time after an overshoot took hundreds of hops where starts had moved far (a
 // packed hot region, where a stale far link lands 300 nodes past the key): queries went
 // unanswered for minutes.
-func (n *Node) closestFollowing(k overlay.Key) overlay.Peer {
+func (n *Node) closestFollowing(k overlay.Key, avoid bool) overlay.Peer {
 	cw := overlay.ClockwiseFrom(k)
 	limit := cw.Of(n.self.Start)
 	var best *overlay.Peer
 	var bestAt overlay.Position
 	exact := false // best starts at k itself: nothing is nearer
 	consider := func(p *overlay.Peer) {
-		if exact || p.IsZero() || n.isSelf(*p) {
+		if exact || p.IsZero() || n.isSelf(*p) || (avoid && n.isUnreachable(p.ID)) {
 			return
 		}
 		if p.Start == k {
@@ -152,20 +161,24 @@ func (n *Node) closestFollowing(k overlay.Key) overlay.Peer {
 	for i := range n.succList {
 		consider(&n.succList[i])
 	}
+	if best == nil && avoid {
+		return n.closestFollowing(k, false) // no other way: the node refused may be back
+	}
 	if best == nil {
 		return overlay.Peer{}
 	}
 	return *best
 }
 
-// closestPreceding returns the known node whose start lies in (self.Start, k] closest to k.
-func (n *Node) closestPreceding(k overlay.Key) overlay.Peer {
+// closestPreceding returns the known node whose start lies in (self.Start, k] closest to k (with
+// avoid, a node unreachable lately passed over: Undeliverable).
+func (n *Node) closestPreceding(k overlay.Key, avoid bool) overlay.Peer {
 	cw := overlay.ClockwiseFrom(n.self.Start)
 	target := cw.Of(k)
 	var best *overlay.Peer
 	var bestAt overlay.Position
 	consider := func(p *overlay.Peer) {
-		if p.IsZero() || n.isSelf(*p) {
+		if p.IsZero() || n.isSelf(*p) || (avoid && n.isUnreachable(p.ID)) {
 			return
 		}
 		at := cw.OfPeer(p)
@@ -185,6 +198,9 @@ func (n *Node) closestPreceding(k overlay.Key) overlay.Peer {
 	for i := range n.succList {
 		consider(&n.succList[i])
 	}
+	if best == nil && avoid {
+		return n.closestPreceding(k, false) // no other way: the node refused may be back
+	}
 	if best == nil {
 		return overlay.Peer{}
 	}
@@ -197,7 +213,7 @@ func (n *Node) route(m *pb.Envelope, r *pb.Route, onDrop func(pb.Status)) bool {
 	if n.obs != nil && n.handling == pb.Cause_CAUSE_CLIENT && n.Owns() {
 		n.obs.Relayed(r)
 	}
-	h, to := n.nextHop(r)
+	h, to := n.nextHop(r, seeksOwner(m))
 	switch h {
 	case hopLocal:
 		return true
@@ -232,7 +248,7 @@ func (n *Node) TraceHop(r *pb.Route, from overlay.Peer) (overlay.NodeID, bool) {
 	if n.obs != nil && n.Owns() {
 		n.obs.Relayed(r)
 	}
-	h, to := n.nextHop(r)
+	h, to := n.nextHop(r, true)
 	return to, h == hopForward
 }
 

@@ -39,10 +39,10 @@ func TestJoinerSendsKeysBehindItsPieceToItsPredecessor(t *testing.T) {
 				t.Fatalf("joiner %s: %s, incoming %+v", c.joiner, j.State(), j.in)
 			}
 			r := &pb.Route{Key: []byte(k(c.key)), WalkCcw: true, HasPrev: true, PrevStart: []byte(nw.nodes["d"].Self().Start)}
-			if h, to := j.nextHop(r); h != hopForward || to != c.wantNext {
+			if h, to := j.nextHop(r, true); h != hopForward || to != c.wantNext {
 				t.Fatalf("key %d at the joiner: hop %d to %q, want a forward to %s", c.key, h, to, c.wantNext)
 			}
-			if h, to := nw.nodes[c.wantNext].nextHop(r); h != hopLocal {
+			if h, to := nw.nodes[c.wantNext].nextHop(r, true); h != hopLocal {
 				t.Fatalf("key %d at %s: hop %d to %q, want it served there", c.key, c.wantNext, h, to)
 			}
 		})
@@ -71,7 +71,7 @@ func TestKeyInPredecessorsRangeGoesToPredecessor(t *testing.T) {
 		t.Fatal("n010 has no link above level 0 to make stale")
 	}
 	r := &pb.Route{Key: []byte(k(9500))}
-	if h, to := n.nextHop(r); h != hopForward || to != pred.ID || !r.WalkCcw {
+	if h, to := n.nextHop(r, true); h != hopForward || to != pred.ID || !r.WalkCcw {
 		t.Fatalf("key 9500 at n010: hop %d to %s (walk back %v), want a walk back to %s", h, to, r.WalkCcw, pred.ID)
 	}
 }

@@ -97,15 +97,17 @@ func (s *sender) run() {
 				continue
 			}
 			// A stream that broke since its last use (the peer restarted) fails the first
-			// write: one retry on a fresh stream.
-			for attempt := 0; attempt < 2; attempt++ {
+			// write: one retry on a fresh stream. A message that could not be handed over is
+			// given back to the node, which routes a routed one on by another link.
+			delivered := false
+			for attempt := 0; attempt < 2 && !delivered; attempt++ {
 				if st == nil {
 					ctx, cancel := context.WithTimeout(s.r.ctx, s.r.cfg.WriteTimeout)
 					ns, err := s.r.host.NewStream(ctx, s.to, OverlayProtocol)
 					cancel()
 					if err != nil {
 						s.r.stats.sendErrors.Add(1)
-						if ce := s.r.log.Check(zap.DebugLevel, "message dropped: no stream to the peer"); ce != nil {
+						if ce := s.r.log.Check(zap.DebugLevel, "no stream to the peer: the message goes back to the node"); ce != nil {
 							ce.Write(zap.Stringer("to", s.to), zap.String("type", bodyName(m)), zap.Error(err))
 						}
 						break
@@ -124,7 +126,10 @@ func (s *sender) run() {
 				if s.r.metrics != nil {
 					s.r.metrics.sent(bodyName(m))
 				}
-				break
+				delivered = true
+			}
+			if !delivered {
+				s.r.post(func() { s.r.node.Undeliverable(overlay.NodeID(s.to), m) })
 			}
 		}
 	}

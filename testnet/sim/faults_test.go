@@ -322,3 +322,62 @@ func putSpread(t *testing.T, h *Harness, n int) {
 	}
 	h.Net.RunWhile(func() bool { return h.Pending() > 0 }, h.Net.Now()+time.Hour)
 }
+
+// TestRefusedMessagesGoOnAtOnce crashes a tenth of 300 nodes and at once reads 2,000 keys that
+// live nodes hold, through random live nodes, before any crash is found. A lookup handed to a
+// dead node was lost, and its origin sent it again after its request timeout; when the dead
+// node's dial is refused (Config.Refuse, as the libp2p runtime is told by a failed dial) the
+// node that sent it routes it on at once by another link (Node.Undeliverable), and no read waits
+// for a timeout, in about as many hops. Every answer is right either way.
+func TestRefusedMessagesGoOnAtOnce(t *testing.T) {
+	timedOut, hops := map[bool]int{}, map[bool]int{}
+	for _, refuse := range []bool{false, true} {
+		cfg := DefaultConfig()
+		cfg.Refuse = refuse
+		h := build(t, cfg, 300)
+		putSpread(t, h, 3000)
+		h.Net.RunFor(10 * time.Minute)
+		owners := h.Net.owners()
+		for i := 0; i < len(owners); i += 10 {
+			if err := h.Crash(owners[i].id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		reads := 0
+		for k, v := range h.Expected {
+			if h.Lost[k] || reads == 2000 {
+				continue
+			}
+			reads++
+			issued := h.Net.Now()
+			h.Do(h.RandomOwner(), func(n *node.Node) uint64 { return n.Get(k) }, func(r overlay.Result) {
+				if r.Status != pb.Status_STATUS_OK || string(r.Value) != v {
+					t.Errorf("refuse %v: get %x: %v %q, want %q", refuse, k, r.Status, r.Value, v)
+				}
+				if h.Net.Now()-issued > cfg.Node.SkipGraph.RequestTimeout {
+					timedOut[refuse]++
+				}
+				hops[refuse] += r.Hops
+			})
+		}
+		h.Net.RunWhile(func() bool { return h.Pending() > 0 }, h.Net.Now()+time.Hour)
+		rerouted := 0
+		for _, n := range h.Net.Live() {
+			rerouted += n.Stats.Rerouted
+		}
+		t.Logf("refuse %v: %d reads, %d sent again after a timeout, %d messages rerouted at once, %.2f hops a read", refuse, reads, timedOut[refuse], rerouted, float64(hops[refuse])/float64(reads))
+		if !refuse && rerouted != 0 {
+			t.Fatalf("%d messages rerouted with no refusal", rerouted)
+		}
+	}
+	if timedOut[false] < 20 {
+		t.Fatalf("without refusals only %d reads met a dead node: the test tests nothing", timedOut[false])
+	}
+	if timedOut[true] != 0 {
+		t.Fatalf("with refusals %d reads were sent again after a timeout, want none", timedOut[true])
+	}
+	// A rerouted read goes on by another link, not round and round.
+	if hops[true] > hops[false]*5/4 {
+		t.Fatalf("%d hops with refusals against %d without", hops[true], hops[false])
+	}
+}

@@ -45,6 +45,11 @@ type Config struct {
 	// it one found through the DHT: rings that formed apart during a cut longer than a day, the
 	// time a node calls on the successors it declared dead, merge through it.
 	RingCheck time.Duration
+	// Refuse: a message to a node that is not running is refused, as a dial to a process that
+	// died is, and its sender is told a round trip later (Node.Undeliverable, which the libp2p
+	// runtime calls when a dial fails). Off, such a message is lost without a word, as to a host
+	// that went away with its network; the faults tables were measured so.
+	Refuse bool
 }
 
 // FitTimeouts raises the nodes' probe timeout to the longest round trip plus one hop, so that
@@ -457,6 +462,11 @@ func (nw *Network) send(from *simNode, to overlay.NodeID, m *pb.Envelope) {
 		}
 	}
 	dst := nw.nodes[to]
+	if dst != nil && !dst.alive && nw.cfg.Refuse {
+		nw.Stats.Dropped++
+		nw.refused(from, to, m)
+		return
+	}
 	if dst == nil || !dst.alive || (nw.cfg.Loss > 0 && nw.rng.Float64() < nw.cfg.Loss) || nw.partitioned(from.id, to) {
 		nw.Stats.Dropped++
 		return
@@ -466,6 +476,17 @@ func (nw *Network) send(from *simNode, to overlay.NodeID, m *pb.Envelope) {
 		delay += time.Duration(nw.rng.Int64N(int64(nw.cfg.Jitter)))
 	}
 	nw.scheduleMessage(event{at: nw.now + delay, to: dst, incarnation: dst.incarnation, from: from.id, msg: m})
+}
+
+// refused tells from, a round trip later, that m could not be handed to to (Config.Refuse) —
+// unless from stopped or is paused by then (its runtime would not be told).
+func (nw *Network) refused(from *simNode, to overlay.NodeID, m *pb.Envelope) {
+	incarnation := from.incarnation
+	nw.At(nw.now+2*nw.cfg.Latency, func() {
+		if from.alive && !from.paused && from.incarnation == incarnation {
+			from.node.Undeliverable(to, m)
+		}
+	})
 }
 
 // owners returns the running nodes that own a range, sorted by range start.
