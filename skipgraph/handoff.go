@@ -524,6 +524,23 @@ func (n *Node) discardIn(x *inXfer) {
 	n.releaseHeld()
 }
 
+// disown outdates, when x is an acknowledged piece from below that this node gives up while its
+// giver is silent, the start the giver may have announced for it: a giver that flipped learned this
+// node's start at the piece's start, one version up, and told others so (its leave names this node
+// as the successor), though this node never moved there. The piece's giver, paused past the
+// receiver's asks, then took a late confirmation of its commit for its own: its leave gave its
+// predecessor a successor starting at the piece's start, and no word of this node, at a lower
+// version, ever corrected it — the piece was nobody's for good (a random case of
+// TestBalancePauseProperties, kept as -known-commit-confirmed-for-a-piece-given-up). Its start, two
+// versions up, now outranks that announcement wherever it went: a predecessor that took it, hearing
+// this node named as its successor at the older start, takes the part between over (succMovedUp).
+func (n *Node) disown(x *inXfer) {
+	if x.acked && x.piece.End == n.self.Start {
+		n.self = n.self.WithStart(n.self.Start, n.self.Version+2)
+		n.refreshSelfRef()
+	}
+}
+
 // adoptFromDead keeps the piece of an incoming handoff that this node acknowledged when its
 // giver — this node's level-0 successor, whose range this node is taking over — died before the
 // commit arrived. Whether or not the giver flipped, this node now holds the only copy, and the
@@ -654,6 +671,7 @@ func (n *Node) writeOutIn(x *inXfer, why string) {
 	defer n.becameIdle()
 	n.in = nil
 	n.Stats.Aborts++
+	n.disown(x)
 	n.writeOut(x.piece, x.from.ID, "", why)
 	n.releaseHeld()
 }
