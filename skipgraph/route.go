@@ -213,7 +213,7 @@ func (n *Node) route(m *pb.Envelope, r *pb.Route, onDrop func(pb.Status)) bool {
 	if n.obs != nil && n.handling == pb.Cause_CAUSE_CLIENT && n.Owns() {
 		n.obs.Relayed(r)
 	}
-	h, to := n.nextHop(r, seeksOwner(m))
+	h, to := n.nextHop(r, ownerRoute(m) != nil)
 	switch h {
 	case hopLocal:
 		return true

@@ -36,13 +36,7 @@ func (n *Node) Undeliverable(to overlay.NodeID, m *pb.Envelope) {
 	} else {
 		n.unreachable = append(n.unreachable, unreachablePeer{id: to, until: until})
 	}
-	if !seeksOwner(m) {
-		return
-	}
-	r := m.GetLookup().GetRoute()
-	if q := m.GetRangeQuery(); q != nil {
-		r = q.GetRoute()
-	}
+	r := ownerRoute(m)
 	if r == nil {
 		return
 	}
@@ -57,14 +51,17 @@ func (n *Node) Undeliverable(to overlay.NodeID, m *pb.Envelope) {
 	}
 }
 
-// seeksOwner reports whether m is a lookup or a range query: routed to whichever node owns its
-// key, they may go round a node that refused a message (see nextHop).
-func seeksOwner(m *pb.Envelope) bool {
-	switch m.Body.(type) {
-	case *pb.Envelope_Lookup, *pb.Envelope_RangeQuery:
-		return true
+// ownerRoute returns the route of m if it is a lookup or a range query — routed to whichever
+// node owns its key, they may go round a node that refused a message (see nextHop) — and nil
+// for any other message.
+func ownerRoute(m *pb.Envelope) *pb.Route {
+	switch b := m.Body.(type) {
+	case *pb.Envelope_Lookup:
+		return b.Lookup.GetRoute()
+	case *pb.Envelope_RangeQuery:
+		return b.RangeQuery.GetRoute()
 	}
-	return false
+	return nil
 }
 
 // forgetUnreachable drops the entries whose time has passed; routing reads the list only while
