@@ -156,7 +156,7 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	cfg.ClientTimeout = orDefault(cfg.ClientTimeout, 30*time.Second)
 	cfg.WriteTimeout = orDefault(cfg.WriteTimeout, 10*time.Second)
 	cfg.IdleTimeout = orDefault(cfg.IdleTimeout, 2*time.Minute)
-	cfg.RingCheck = orDefault(cfg.RingCheck, 10*time.Minute)
+	cfg.RingCheck = ringCheckPeriod(cfg.RingCheck)
 	if len(cfg.ListenAddrs) == 0 {
 		cfg.ListenAddrs = []string{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/udp/0/quic-v1"}
 	}
@@ -286,6 +286,19 @@ func (r *Runtime) inOverlay(ctx context.Context, id peer.ID, wait time.Duration)
 		return false
 	}
 	return rep.GetNode().GetRange() != nil
+}
+
+// ringCheckPeriod is Config.RingCheck as the rendezvous loop reads it: 10 minutes for zero, 0
+// (no checks) for a negative period. (orDefault turned a negative one, skipnode's
+// --ring-check 0, into the default.)
+func ringCheckPeriod(d time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return 10 * time.Minute
+	case d < 0:
+		return 0
+	}
+	return d
 }
 
 func orDefault(d, def time.Duration) time.Duration {

@@ -345,3 +345,15 @@ func TestLearnedAddrsRecordedAgain(t *testing.T) {
 		}
 	}
 }
+
+// TestRingCheckPeriod: zero takes the default, a negative period turns the ring checks off (as
+// skipnode --ring-check 0 asks), a positive one stands.
+func TestRingCheckPeriod(t *testing.T) {
+	for _, c := range []struct{ in, want time.Duration }{
+		{0, 10 * time.Minute}, {-1, 0}, {-time.Hour, 0}, {time.Second, time.Second},
+	} {
+		if got := ringCheckPeriod(c.in); got != c.want {
+			t.Errorf("ringCheckPeriod(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
+}
