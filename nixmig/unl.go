@@ -13,7 +13,7 @@ import (
 // hint is an underloaded node seen in a load hint (SPEC §7.1). The node's descriptor stays in
 // wire form until the hint is picked: most hints are overwritten before they are ever used.
 type hint struct {
-	idHash    uint64 // of ref.Id, to find a node's entry without touching every descriptor
+	mvec      uint64 // ref.Mvec, a hash of the identity: finds a node's entry without reading identities
 	ref       *pb.NodeRef
 	load      float64
 	thres     float64
@@ -80,15 +80,6 @@ func (c *hintCache) init(size int, maxAge time.Duration, bySuccItems bool) {
 	c.bySuccItems = bySuccItems
 }
 
-// hashID is FNV-1a: deterministic and cheap for the short identities the cache compares.
-func hashID(id []byte) uint64 {
-	h := uint64(14695981039346656037)
-	for _, b := range id {
-		h = (h ^ uint64(b)) * 1099511628211
-	}
-	return h
-}
-
 // add merges one reported hint.
 func (c *hintCache) add(r *pb.LoadHint) {
 	ref, at := r.Node, r.At
@@ -98,11 +89,11 @@ func (c *hintCache) add(r *pb.LoadHint) {
 	if c.size == 0 || (full && at <= c.oldest) {
 		return
 	}
-	h := hint{idHash: hashID(ref.Id), ref: ref, load: r.Load, thres: r.Thres, succItems: successorItems(r), at: at}
+	h := hint{mvec: ref.Mvec, ref: ref, load: r.Load, thres: r.Thres, succItems: successorItems(r), at: at}
 	evict, nextOldest := -1, int64(math.MaxInt64)
 	for i := range c.entries {
 		e := &c.entries[i]
-		if e.idHash == h.idHash && bytes.Equal(e.ref.Id, ref.Id) {
+		if e.mvec == h.mvec && bytes.Equal(e.ref.Id, ref.Id) {
 			if at > e.at {
 				wasOldest := e.at == c.oldest
 				*e = h
@@ -183,10 +174,11 @@ func (b *Balancer) Relayed(r *pb.Route) {
 	if !b.cfg.SmartUNL || (b.cfg.Algorithm != NIXMIG && b.cfg.Algorithm != MIGOnly) {
 		return
 	}
-	self := b.sg.ID()
+	self := b.sg.Self()
 	var mine int = -1
 	for i, h := range r.Hints {
-		if overlay.NodeID(h.Node.Id) == self {
+		// Membership vectors first: reading another node's identity is a cache miss.
+		if h.Node.Mvec == uint64(self.MVec) && overlay.NodeID(h.Node.Id) == self.ID {
 			mine = i
 			continue
 		}

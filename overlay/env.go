@@ -104,8 +104,8 @@ func PeerFromPB(r *pb.NodeRef) Peer {
 	if r == nil {
 		return Peer{}
 	}
-	start := Key(r.Start)
-	return Peer{ID: NodeID(r.Id), Start: start, Version: r.Version, MVec: MVec(r.Mvec), Incarnation: r.Incarnation, Addrs: r.Addrs, wire: r,
+	start := Key(aliasString(r.Start))
+	return Peer{ID: NodeID(aliasString(r.Id)), Start: start, Version: r.Version, MVec: MVec(r.Mvec), Incarnation: r.Incarnation, Addrs: r.Addrs, wire: r,
 		startPrefix: KeyUint64(start)}
 }
 
@@ -118,7 +118,7 @@ func (p Peer) ToPB() *pb.NodeRef {
 	if p.wire != nil {
 		return p.wire
 	}
-	return &pb.NodeRef{Id: []byte(p.ID), Start: []byte(p.Start), Version: p.Version, Mvec: uint64(p.MVec), Incarnation: p.Incarnation, Addrs: p.Addrs}
+	return &pb.NodeRef{Id: aliasBytes(string(p.ID)), Start: aliasBytes(string(p.Start)), Version: p.Version, Mvec: uint64(p.MVec), Incarnation: p.Incarnation, Addrs: p.Addrs}
 }
 
 // PeersFromPB converts wire descriptors to peers (nil entries to zero peers).

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"testing"
+	"unsafe"
 
 	"pgregory.net/rapid"
 )
@@ -195,6 +196,29 @@ func TestPeerIsZero(t *testing.T) {
 	for _, tt := range tests {
 		if got := tt.p.IsZero(); got != tt.want {
 			t.Errorf("%+v.IsZero() = %v, want %v", tt.p, got, tt.want)
+		}
+	}
+}
+
+// A node's identity and start keep one copy of their bytes from Peer to descriptor and back, so
+// that comparing two Peers read from the same descriptor never reads those bytes (aliasString);
+// the values themselves survive the round trip unchanged, empty start included.
+func TestPeerWireFormSharesBytes(t *testing.T) {
+	for _, start := range []Key{"k0042", MinKey} {
+		p := Peer{ID: "n00042", MVec: 9, Incarnation: 3, Version: 2}.WithStart(start, 2)
+		ref := p.ToPB()
+		if string(ref.Id) != string(p.ID) || string(ref.Start) != string(p.Start) {
+			t.Fatalf("descriptor of %+v: id %q start %q", p, ref.Id, ref.Start)
+		}
+		q := PeerFromPB(ref)
+		if q.ID != p.ID || q.Start != p.Start || q.Version != p.Version || q.MVec != p.MVec || q.Incarnation != p.Incarnation {
+			t.Fatalf("round trip of %+v gave %+v", p, q)
+		}
+		if unsafe.StringData(string(q.ID)) != unsafe.StringData(string(p.ID)) {
+			t.Errorf("identity copied on the round trip")
+		}
+		if start != MinKey && unsafe.StringData(string(q.Start)) != unsafe.StringData(string(p.Start)) {
+			t.Errorf("start %q copied on the round trip", start)
 		}
 	}
 }

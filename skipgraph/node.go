@@ -341,7 +341,7 @@ func (n *Node) Accept(from overlay.NodeID, m *pb.Envelope) (overlay.Peer, bool) 
 	if !n.isSelf(sender) {
 		n.heardAny = n.env.Now()
 	}
-	if len(n.levels) > 0 && sender.ID == n.levels[0].pred.ID {
+	if len(n.levels) > 0 && sender.SameNode(n.levels[0].pred) {
 		n.predHeard, n.predHeardID = n.env.Now(), sender.ID
 	}
 	return sender, true

@@ -38,7 +38,7 @@ func (n *Node) nextHop(r *pb.Route, avoid bool) (hop, overlay.NodeID) {
 	}
 	if pred, ok := n.joinerBehind(k); ok {
 		r.WalkCcw = true
-		r.PrevStart, r.HasPrev = []byte(n.in.piece.Start), true
+		r.PrevStart, r.HasPrev = n.in.piece.Start.WireBytes(), true
 		r.Hops++
 		return hopForward, pred.ID
 	}
@@ -70,7 +70,7 @@ func (n *Node) nextHop(r *pb.Route, avoid bool) (hop, overlay.NodeID) {
 		// from, in a piece this node handed on clockwise.
 		r.WalkCcw = false
 		if best := n.closestPreceding(k, avoid); !best.IsZero() {
-			r.PrevStart = []byte(n.self.Start)
+			r.PrevStart = n.self.Start.WireBytes()
 			r.Hops++
 			return hopForward, best.ID
 		}
@@ -92,7 +92,7 @@ func (n *Node) nextHop(r *pb.Route, avoid bool) (hop, overlay.NodeID) {
 			}
 		}
 		r.WalkCcw = true
-		r.PrevStart, r.HasPrev = []byte(n.self.Start), true
+		r.PrevStart, r.HasPrev = n.self.Start.WireBytes(), true
 		r.Hops++
 		return hopForward, to.ID
 	}
@@ -101,7 +101,7 @@ func (n *Node) nextHop(r *pb.Route, avoid bool) (hop, overlay.NodeID) {
 		n.Stats.Undeliver++
 		return hopDrop, ""
 	}
-	r.PrevStart = []byte(n.self.Start)
+	r.PrevStart = n.self.Start.WireBytes()
 	r.HasPrev = true
 	r.Hops++
 	return hopForward, best.ID

@@ -121,7 +121,7 @@ func (d *directReads) flush(nw *Network, origin func() overlay.NodeID) {
 // would have been lost, or waits at a paused node: a frozen process handles nothing). A route longer than the hop limit, which the nodes enforce on routed
 // messages, cannot come about; maxTraceHops only guards this loop.
 func trace(nw *Network, origin overlay.NodeID, key overlay.Key) *simNode {
-	r := &pb.Route{Key: []byte(key)}
+	r := &pb.Route{Key: key.WireBytes()}
 	at := nw.nodes[origin]
 	var from overlay.Peer
 	for range maxTraceHops {
