@@ -85,7 +85,7 @@ type balanceFlags struct {
 	pause                            float64
 	headroom                         float64
 	ttl                              int
-	faithful, asJSON                 bool
+	faithful, asJSON, refuse         bool
 }
 
 func defaultBalanceFlags() balanceFlags {
@@ -124,6 +124,7 @@ func (f *balanceFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.faithful, "faithful", false, "the thesis's literal rules: no headroom, waves planned with bare excesses, its exNodes and migrant-share formulas, an exam that ends at the first candidate that accepts, a sequential NIX chain after the exam within ttl that carries a lump whole, any light node a migrant whatever it stores, every migrant's whole range left to M")
 	fs.Float64Var(&f.loss, "loss", 0, "`probability` that a message is lost, in [0,1)")
 	fs.Float64Var(&f.crash, "crash", 0, "`fraction` of the nodes that crash at once, in [0,1)")
+	fs.BoolVar(&f.refuse, "refuse", false, "a message to a crashed node is refused, its sender told so a round trip later, as a dial to a process that died on a live host is under libp2p: a lookup or range query then goes on at once by another link (default: lost without a word, as to a host that vanished)")
 	fs.Float64Var(&f.pause, "pause", 0, "`fraction` of the nodes frozen at once, as by a SIGSTOP (others than those crashing), in [0,1)")
 	durationVar(fs, &f.pauseFor, "pause-for", "how long the paused nodes stay frozen (needed with --pause)")
 	durationVar(fs, &f.crashAfter, "crash-after", "the crash and the pause come this `time` after the warm-up")
@@ -241,7 +242,7 @@ func (f *balanceFlags) params() (sim.BalanceParams, error) {
 	}
 	p.CrashFraction, p.CrashAfter = f.crash, f.crashAfter
 	p.PauseFraction, p.PauseFor = f.pause, f.pauseFor
-	p.Net.Loss = f.loss
+	p.Net.Loss, p.Net.Refuse = f.loss, f.refuse
 	b := &p.Net.Node.Balance
 	b.Algorithm, b.SmartUNL, b.Placement = alg, smartUNL, place
 	b.Thres, b.OverThres, b.A, b.TTL = f.thres, f.overThres, f.a, f.ttl
@@ -475,7 +476,10 @@ func printBalance(w io.Writer, doc balanceDoc, p sim.BalanceParams) {
 	}
 	fmt.Fprintf(t, "Gini\t%.3f → %.3f (max/mean load %.2f → %.2f)\n", r.GiniStart, r.GiniEnd, r.MaxMeanStart, r.MaxMeanEnd)
 	fmt.Fprintf(t, "overloaded\t%d → %d nodes\n", r.OverloadedStart, r.OverloadedEnd)
-	fmt.Fprintf(t, "queries\t%d issued (%s), %d failed\n", r.Queries, r.QueryModel, r.QueriesFailed)
+	fmt.Fprintf(t, "queries\t%d issued (%s), %d failed, %d sent again after a timeout\n", r.Queries, r.QueryModel, r.QueriesFailed, r.QueryRetries)
+	if p.Net.Refuse {
+		fmt.Fprintf(t, "refused\t%d lookups and range queries sent on at once by another link\n", r.Rerouted)
+	}
 	if p.CrashFraction > 0 {
 		fmt.Fprintf(t, "crash\t%d nodes, %.0f s after the warm-up; %d items lost with them (no replication yet)\n", r.Crashed, p.CrashAfter.Seconds(), r.ItemsLost)
 	}

@@ -298,3 +298,35 @@ func TestBalanceWords(t *testing.T) {
 	}
 	wantIn(t, "summary", stdout, "words(2000 words, prefix 4)")
 }
+
+// --refuse reaches the network: with routed queries and a crash, queries that met a crashed node
+// go on by another link (the result's rerouted, and a line of the summary); without it, none do.
+func TestBalanceRefuse(t *testing.T) {
+	run := func(flags ...string) sim.BalanceResult {
+		t.Helper()
+		args := tinyBalanceWith(append([]string{"--json", "--queries", "routed", "--crash", "0.2", "--crash-after", "10s", "--seed", "2"}, flags...)...)
+		code, stdout, stderr := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+		}
+		var doc struct{ Result sim.BalanceResult }
+		if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+			t.Fatalf("stdout is not the JSON result: %v\n%s", err, stdout)
+		}
+		return doc.Result
+	}
+	silent, refused := run(), run("--refuse")
+	if silent.Rerouted != 0 {
+		t.Errorf("without --refuse %d queries were rerouted", silent.Rerouted)
+	}
+	if refused.Rerouted == 0 {
+		t.Errorf("with --refuse no query was rerouted (%d sent again after a timeout, %d without --refuse)", refused.QueryRetries, silent.QueryRetries)
+	}
+	if refused.Check != "ok" {
+		t.Errorf("check %q", refused.Check)
+	}
+	code, stdout, stderr := runCLI(t, tinyBalanceWith("--queries", "routed", "--crash", "0.2", "--crash-after", "10s", "--seed", "2", "--refuse")...)
+	if code != 0 || !strings.Contains(stdout, "sent on at once by another link") {
+		t.Errorf("exit %d, summary without the refused line:\n%s%s", code, stdout, stderr)
+	}
+}

@@ -142,6 +142,9 @@ type BalanceResult struct {
 	// QueryRetries: attempts of queries sent again after a timeout (after the warm-up); each
 	// walks its range again, and the nodes count the keys it reads again in their load.
 	QueryRetries int `json:"query_retries"`
+	// Rerouted: lookups and range queries sent on by another link at once when a message to a
+	// crashed node was refused (Config.Refuse; skipgraph's Undeliverable), over the whole run.
+	Rerouted int `json:"rerouted"`
 	// LoadRetries: batch puts of the load phase sent again because they failed (message loss).
 	LoadRetries int `json:"load_retries"`
 	Crashed     int `json:"crashed"`
@@ -536,6 +539,7 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 		res.WavesFailed += st.WavesFailed
 		res.SettlingWaves += st.SettlingWaves
 		res.Resent += st.Resent
+		res.Rerouted += s.node.Stats.Rerouted
 	}
 	if res.NIX > 0 {
 		res.MigNix = float64(res.MIG) / float64(res.NIX)
