@@ -487,7 +487,7 @@ func (n *Node) learn(p overlay.Peer, placed bool) {
 	for i := range n.succList {
 		refresh(&n.succList[i])
 	}
-	if s := n.levels[0].succ; s.ID == p.ID && s.Start != end && overlay.StrictlyBetween(n.self.Start, s.Start, end) {
+	if s := n.levels[0].succ; s.SameNode(p) && s.Start != end && overlay.StrictlyBetween(n.self.Start, s.Start, end) {
 		// The successor's start moved down into this range, by no handoff of this node's: a
 		// node overlapping this one, unknown to it, gave the successor that part (seen after
 		// mass pauses: skipsim balance --pause 0.2 --pause-for 60s --seed 4). What this node
