@@ -13,7 +13,10 @@ import (
 // hint is an underloaded node seen in a load hint (SPEC §7.1). The node's descriptor stays in
 // wire form until the hint is picked: most hints are overwritten before they are ever used.
 type hint struct {
-	mvec      uint64 // ref.Mvec, a hash of the identity: finds a node's entry without reading identities
+	// mvec is ref.Mvec, a hash of the identity (overlay.MVecFor): it finds a node's entry
+	// without reading identities. A hint naming a node with a vector not its own can give that
+	// node a second entry, no worse than any other false hint.
+	mvec      uint64
 	ref       *pb.NodeRef
 	load      float64
 	thres     float64
