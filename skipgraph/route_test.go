@@ -3,6 +3,7 @@ package skipgraph
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/skiprange/skiprange/overlay"
 	"github.com/skiprange/skiprange/overlay/pb"
@@ -91,5 +92,35 @@ func TestTraceHopLearnsTheSender(t *testing.T) {
 	}
 	if link.Start != truth {
 		t.Fatalf("n010 still has n009 at %x after a route from it, want %x", link.Start, truth)
+	}
+}
+
+// TestKeyBehindANodeWithoutPredecessorIsNotAnswered: a message for a key behind a node whose
+// predecessor was found dead, before the node taking that range over makes itself known, is
+// dropped without an answer, so that its origin tries again after the take-over. The error it
+// was answered with before was final for the client: in routed balancing runs with crashes,
+// every query that failed was one of these.
+func TestKeyBehindANodeWithoutPredecessorIsNotAnswered(t *testing.T) {
+	nw := evenlySpaced(t, 32, 1000)
+	n := nw.nodes["n010"]
+	nw.crash("n009")
+	n.levels[0].pred = overlay.Peer{} // n009 found dead; n008 has not taken its range over yet
+	behind := func() *pb.Route { // sent on by n008, which still links to n010 past the key
+		return &pb.Route{Key: []byte(k(9500)), HasPrev: true, PrevStart: []byte(k(8000))}
+	}
+	if h, _ := n.nextHop(behind(), true); h != hopLost {
+		t.Fatalf("hop %d for a key behind a node without predecessor, want it lost (%d)", h, hopLost)
+	}
+	r := behind()
+	m := &pb.Envelope{Body: &pb.Envelope_Lookup{Lookup: &pb.Lookup{ReqId: 1, Route: r}}}
+	answered := false
+	if local := n.route(m, r, func(pb.Status) { answered = true }); local || answered || len(n.held) > 0 {
+		t.Fatalf("served here %v, answered %v, held %d: want it dropped without an answer", local, answered, len(n.held))
+	}
+	// Once n008 took the range over, a read is answered: the key went down with n009 (there is
+	// no replication), which n008 knows.
+	nw.advance(time.Minute)
+	if res := nw.getFrom("n010", 9500); res.Status != pb.Status_STATUS_LOST {
+		t.Errorf("after the take-over, a read of key 9500 from n010: %v, want %v", res.Status, pb.Status_STATUS_LOST)
 	}
 }
