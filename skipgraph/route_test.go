@@ -105,7 +105,8 @@ func TestKeyBehindANodeWithoutPredecessorIsNotAnswered(t *testing.T) {
 	n := nw.nodes["n010"]
 	nw.crash("n009")
 	n.levels[0].pred = overlay.Peer{} // n009 found dead; n008 has not taken its range over yet
-	behind := func() *pb.Route { // sent on by n008, which still links to n010 past the key
+	// The route as n008 sent it on: it still links to n010 past the key.
+	behind := func() *pb.Route {
 		return &pb.Route{Key: []byte(k(9500)), HasPrev: true, PrevStart: []byte(k(8000))}
 	}
 	if h, _ := n.nextHop(behind(), true); h != hopLost {
