@@ -350,7 +350,7 @@ func (n *Node) onRangeQuery(e *pb.Envelope, q *pb.RangeQuery) {
 			more, cont = true, k
 			return false
 		}
-		q.Items = append(q.Items, &pb.Item{Key: []byte(k), Value: v})
+		q.Items = append(q.Items, &pb.Item{Key: k.WireBytes(), Value: v})
 		q.Bytes += size
 		if n.obs != nil {
 			n.obs.Served(k)
