@@ -192,7 +192,7 @@ func (b *Balancer) Relayed(r *pb.Route) {
 	if !b.hasRoom(l) || !b.idle() {
 		return
 	}
-	own := &pb.LoadHint{Node: b.sg.Self().ToPB(), Load: l, Thres: b.cfg.Thres, At: now.UnixNano()}
+	own := &pb.LoadHint{Node: self.ToPB(), Load: l, Thres: b.cfg.Thres, At: now.UnixNano()}
 	if items, ok := b.sg.SuccessorItems(); ok {
 		own.SuccessorItems = proto.Uint64(uint64(items))
 	}
