@@ -136,7 +136,7 @@ func runBalance(args []string, stdout, stderr io.Writer) error {
 	f := defaultBalanceFlags()
 	fs, held := newFlagSet("balance")
 	f.register(fs)
-	startProfile := profileFlags(fs)
+	startProfile := processFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), balanceHelp)
 		fs.PrintDefaults()

@@ -127,6 +127,7 @@ func runExperiment(args []string, stdout, stderr io.Writer) error {
 		runFlags: defaultRunFlags(0)}
 	fs, held := newFlagSet("experiment " + def.name)
 	e.register(fs)
+	startHugePages := hugePagesFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: skipsim experiment %s [flags]\n\n%s\n", def.name, def.about)
 		if def.points != "" {
@@ -141,6 +142,7 @@ func runExperiment(args []string, stdout, stderr io.Writer) error {
 	if err := e.settle(fs); err != nil {
 		return err
 	}
+	defer startHugePages()()
 	if err := def.run(e); err != nil {
 		return err
 	}

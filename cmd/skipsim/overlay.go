@@ -35,7 +35,7 @@ func runOverlay(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&p.Net.Marshal, "marshal", false, "encode every message with protobuf as on the wire (slower)")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	quiet := fs.Bool("quiet", false, "no progress output on stderr")
-	startProfile := profileFlags(fs)
+	startProfile := processFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: skipsim overlay [flags]
 
