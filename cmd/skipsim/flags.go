@@ -122,7 +122,7 @@ func processFlags(fs *flag.FlagSet) (start func() (stop func() error, err error)
 // hugePagesFlag registers --huge-pages. The returned start keeps the heap on huge pages unless
 // the flag says not to, until the function it returns is called.
 func hugePagesFlag(fs *flag.FlagSet) (start func() (stop func())) {
-	on := fs.Bool("huge-pages", true, "on Linux, ask the kernel to back the heap with transparent huge pages when its setting leaves that to each process (\"madvise\"): a large run reads other nodes' state all over gigabytes of heap, and 2 MB pages spare it most address-translation misses (a 50,000-node run a third faster)")
+	on := fs.Bool("huge-pages", true, "on Linux, ask the kernel to back the heap with transparent huge pages when its setting leaves that to each process (\"madvise\"): a large run reads other nodes' state all over gigabytes of heap, and 2 MB pages spare it most address-translation misses (a 50,000-node balancing run: 42 minutes instead of 53)")
 	return func() func() {
 		if !*on {
 			return func() {}

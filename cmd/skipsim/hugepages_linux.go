@@ -17,8 +17,8 @@ import (
 // gigabytes, and with 4 KB pages nearly every such read also misses the processor's table of
 // address translations. Go leaves huge pages for its heap to the kernel's global setting, which
 // is "madvise" on many machines (this one's included): only memory a process marks gets them.
-// A 50,000-node balancing run went a third faster with them (docs/BENCHMARKS.md, thirty-seventh
-// session).
+// A 50,000-node balancing run took 42 minutes with them and 53 without (docs/BENCHMARKS.md,
+// thirty-seventh session).
 
 // hugePagePeriod is how often the heap's mappings are looked at again: the heap grows as the
 // overlay is built and loaded, and each new mapping starts without the mark.
