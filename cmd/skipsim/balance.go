@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -39,6 +40,12 @@ with weights r^-θ), dynamic (a 12% pulse that moves 150 s after the warm-up), h
 hot ranges covering --percent % of the keys), uniform, words (keys are the words of --words,
 queries the ranges of their --prefix-byte prefixes; --keys then limits the words read, most
 frequent first).
+
+Heterogeneous nodes: --thresholds 30,60,120 gives the nodes these thresholds in equal shares,
+at places drawn from --seed (each node's overThres scales with its thres: --over-thres times its
+thres over --thres); every node must end under its own. A workload no assignment of the keys to
+the nodes can balance (a key at or over every thres, more nodes needed than there are, or a
+total load at or over the sum of the thresholds) ends at once with exit status 2.
 
 Queries are client range scans sent from random nodes and routed hop by hop, so a run costs
 about queries x hops x keys read. --queries direct counts each query's reads at its keys'
@@ -77,7 +84,7 @@ type balanceFlags struct {
 	algorithm, work, unl, rnp        string
 	width, theta, percent            float64
 	buckets, rangeKeys, prefix       int
-	words, out                       string
+	words, out, thresholds           string
 	window, sample, crashAfter       time.Duration
 	pauseFor                         time.Duration
 	ringEvery                        time.Duration
@@ -105,7 +112,7 @@ func (f *balanceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.algorithm, "algorithm", f.algorithm, "balancer: nixmig, nix (NIX only), mig (MIG only), ib (Item Balancing) or none")
 	fs.StringVar(&f.work, "workload", f.work, "query workload: pulse, zipf, dynamic, hot, uniform or words")
 	fs.Float64Var(&f.width, "width", f.width, "pulse width as a `fraction` of the keys, in (0,1]")
-	fs.Float64Var(&f.theta, "theta", f.theta, "zipf skew `θ` ≥ 0")
+	fs.Float64Var(&f.theta, "theta", f.theta, "zipf skew `θ` > 0")
 	fs.IntVar(&f.buckets, "buckets", f.buckets, "zipf `buckets`")
 	fs.Float64Var(&f.percent, "percent", f.percent, "hot ranges: `percent` of the keys that is hot, in (0,100]")
 	fs.StringVar(&f.words, "words", "", "words workload: `file` of \"word count\" lines (e.g. ../shared/data/en_50k.txt)")
@@ -115,6 +122,7 @@ func (f *balanceFlags) register(fs *flag.FlagSet) {
 	durationVar(fs, &f.sample, "sample", "period of the metric series, whole seconds")
 	durationVar(fs, &f.ringEvery, "ring-every", "record every node's load in ring order this often from the warm-up on, whole seconds (DIR/ring.csv and DIR/ring.png with --out, \"ring\" in --json; default none)")
 	fs.Float64Var(&f.thres, "thres", f.thres, "overload threshold in keys served per second")
+	fs.StringVar(&f.thresholds, "thresholds", "", "heterogeneous nodes: comma-separated thresholds the nodes get in equal shares at random places, e.g. 30,60,120 (default: every node --thres)")
 	fs.Float64Var(&f.overThres, "over-thres", f.overThres, "above this load only the share --a of the excess moves in one NIX")
 	fs.Float64Var(&f.a, "a", f.a, "share of the excess moved above --over-thres, in (0,1]")
 	fs.IntVar(&f.ttl, "ttl", f.ttl, "most nodes one local wave reserves, 1 to 63 (a wave whose members can all give first may reserve 4·ttl, at most 63)")
@@ -253,10 +261,38 @@ func (f *balanceFlags) params() (sim.BalanceParams, error) {
 	if f.window > 0 {
 		b.Window = f.window
 	}
+	if p.Thresholds, err = parseThresholds(f.thresholds); err != nil {
+		return p, err
+	}
 	if err := p.Validate(); err != nil {
 		return p, badUsage("%v", err)
 	}
-	return p, nil
+	return p, checkFeasible(p)
+}
+
+// parseThresholds reads --thresholds: empty, or positive numbers separated by commas.
+func parseThresholds(list string) ([]float64, error) {
+	if list == "" {
+		return nil, nil
+	}
+	var ts []float64
+	for _, s := range strings.Split(list, ",") {
+		t, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil || !(t > 0) || math.IsInf(t, 1) {
+			return nil, badUsage("--thresholds must be positive numbers separated by commas (got %q in %q)", s, list)
+		}
+		ts = append(ts, t)
+	}
+	return ts, nil
+}
+
+// checkFeasible refuses a workload that no assignment of its keys to the nodes can balance
+// (SPEC §12): running it would only show every balancer failing.
+func checkFeasible(p sim.BalanceParams) error {
+	if f := p.Feasibility(); f.Decided && !f.Feasible {
+		return badUsage("the workload cannot be balanced: %s; lower --rate, spread the queries wider or add --nodes", f)
+	}
+	return nil
 }
 
 func (f *balanceFlags) validate() error {
@@ -275,7 +311,7 @@ func (f *balanceFlags) validate() error {
 			return err
 		}
 	}
-	if err := checkIn("theta", f.theta, "[0,inf)"); err != nil {
+	if err := checkIn("theta", f.theta, "(0,inf)"); err != nil {
 		return err
 	}
 	if err := checkPositive("thres", f.thres); err != nil {

@@ -52,6 +52,8 @@ func TestExperimentBadFlags(t *testing.T) {
 		{"parallel zero", tinyExperiment("faults", dir, "--parallel", "0"), []string{"--parallel", "at least 1"}},
 		{"points not numbers", tinyExperiment("unl", dir, "--points", "5,abc"), []string{"--points", `"abc"`}},
 		{"width out of range", tinyExperiment("sweep-pulse", dir, "--points", "0"), []string{"Width = 0"}},
+		{"theta zero", tinyExperiment("sweep-zipf", dir, "--points", "1,0"), []string{"zipf θ must be positive", "got 0"}},
+		{"infeasible point", tinyExperiment("sweep-pulse", dir, "--points", "0.01", "--rate", "500"), []string{"cannot be balanced", "infeasible"}},
 		{"nodes not whole", tinyExperiment("scale", dir, "--points", "10.5"), []string{"10.5 is not a number of nodes"}},
 		{"words missing", tinyExperiment("words", dir), []string{"--words FILE", "../shared/data/en_50k.txt"}},
 		{"words unreadable", tinyExperiment("words", dir, "--words", "/nonexistent"), []string{"/nonexistent", "../shared/data/en_50k.txt"}},

@@ -29,6 +29,11 @@ func sweepPulse(e *expEnv) error {
 }
 
 func sweepZipf(e *expEnv) error {
+	for _, theta := range e.choose(e.def.full, e.def.quick) {
+		if !(theta > 0) {
+			return badUsage("--points: zipf θ must be positive (got %g)", theta)
+		}
+	}
 	return sweep(e, sweepSpec{
 		title: "Balancing zipf(θ, 10 buckets): NIXMIG and Item Balancing",
 		algs:  []nixmig.Algorithm{nixmig.NIXMIG, nixmig.ItemBalancing},

@@ -24,6 +24,9 @@ func (e *expEnv) runAll() error {
 		if err := pt.params.Validate(); err != nil {
 			return badUsage("%s: %v", pt.name, err)
 		}
+		if err := checkFeasible(pt.params); err != nil {
+			return fmt.Errorf("%s: %w", pt.name, err)
+		}
 		pt.res = make([]*sim.BalanceResult, e.seeds)
 	}
 	total := len(e.pts) * e.seeds

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -54,6 +55,11 @@ type BalanceParams struct {
 	PauseFraction float64
 	PauseFor      time.Duration
 	Net           Config
+	// Thresholds, when not empty, makes the nodes heterogeneous (SPEC §1: each node sets its
+	// own thres): the nodes are given these thresholds in equal shares, at places drawn from
+	// Seed, and each node's overThres is Net.Node.Balance.OverThres scaled by its thres over
+	// Net.Node.Balance.Thres. Empty: every node has Net.Node.Balance's.
+	Thresholds []float64
 	// Interrupted, when not nil, is asked after every simulated second: true ends the run
 	// there, as if Duration ran out (a user's Ctrl-C), and the result says so. The run up to
 	// that second is the same as uninterrupted.
@@ -79,6 +85,8 @@ type Snapshot struct {
 	T     float64   `json:"t"`
 	Start []float64 `json:"start"`
 	Load  []float64 `json:"load"`
+	// Thres is each node's thres, recorded only when they differ (BalanceParams.Thresholds).
+	Thres []float64 `json:"thres,omitempty"`
 }
 
 // BalanceResult is what a balancing run measured (SPEC §11).
@@ -200,12 +208,75 @@ func (p BalanceParams) Validate() error {
 	case p.PauseFraction > 0 && p.PauseFor <= 0:
 		return fmt.Errorf("--pause-for must be positive with --pause (got %v)", p.PauseFor)
 	}
+	for _, t := range p.Thresholds {
+		if !(t > 0) || math.IsInf(t, 1) {
+			return fmt.Errorf("--thresholds must be positive numbers (got %v)", t)
+		}
+	}
 	if p.Workload != nil {
 		if err := p.Workload.Validate(); err != nil {
 			return fmt.Errorf("workload: %w", err)
 		}
 	}
 	return p.Net.Node.Balance.Validate()
+}
+
+// NodeThresholds returns the thres of each node by the order the run adds them (node i starts
+// at the i-th of the evenly spaced positions): Thresholds in equal shares (the first classes
+// one node more when they do not divide Nodes) at places shuffled by Seed, or everywhere
+// Net.Node.Balance.Thres.
+func (p BalanceParams) NodeThresholds() []float64 {
+	ts := make([]float64, p.Nodes)
+	for i := range ts {
+		ts[i] = p.Net.Node.Balance.Thres
+		if len(p.Thresholds) > 0 {
+			ts[i] = p.Thresholds[i%len(p.Thresholds)]
+		}
+	}
+	if len(p.Thresholds) > 1 {
+		rand.New(rand.NewPCG(p.Seed, 0x7468726573)).Shuffle(len(ts), func(i, j int) { ts[i], ts[j] = ts[j], ts[i] })
+	}
+	return ts
+}
+
+// nodeConfigs gives each node its thres and overThres (NodeThresholds), or nil when they all
+// share Net.Node's.
+func (p BalanceParams) nodeConfigs() func(int) node.Config {
+	if len(p.Thresholds) == 0 {
+		return nil
+	}
+	ts, base := p.NodeThresholds(), p.Net.Node
+	return func(i int) node.Config {
+		c := base
+		if i < len(ts) {
+			c.Balance.Thres = ts[i]
+			c.Balance.OverThres = base.Balance.OverThres * ts[i] / base.Balance.Thres
+		}
+		return c
+	}
+}
+
+// keysAndLoads returns the run's keys in order and each key's load (requests per second).
+func (p BalanceParams) keysAndLoads() ([]overlay.Key, []float64) {
+	var keys []overlay.Key
+	if p.Words != nil {
+		keys = p.Words.Keys()
+	} else {
+		keys = make([]overlay.Key, p.Keys)
+		for i := range keys {
+			keys[i] = overlay.Uint64Key(uint64(i))
+		}
+	}
+	if p.Workload != nil {
+		return keys, p.Workload.KeyLoads(p.Rate, p.Warmup.Seconds())
+	}
+	return keys, p.Words.KeyLoads(p.Rate, p.PrefixLen)
+}
+
+// Feasibility reports whether the workload can be balanced with every node under its thres.
+func (p BalanceParams) Feasibility() workload.Feasibility {
+	_, loads := p.keysAndLoads()
+	return workload.CheckFeasibility(loads, p.NodeThresholds())
 }
 
 // RunBalance runs one balancing experiment. progress, when not nil, hears the virtual time.
@@ -219,37 +290,23 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 	label, progress := phaseLabeller(progress)
 	wall := time.Now()
 	p.Net.Seed = p.Seed
+	p.Net.NodeConfig = p.nodeConfigs()
 	h, err := NewHarness(p.Net)
 	if err != nil {
 		return nil, err
 	}
 	nw := h.Net
 	res := &BalanceResult{Algorithm: p.Net.Node.Balance.Algorithm.String(), Seed: p.Seed, QueryModel: p.Queries.String()}
-	thres := p.Net.Node.Balance.Thres
 
 	// The items, and where node i starts: evenly spaced, so every node begins with Keys/Nodes.
-	var keys []overlay.Key
-	if p.Words != nil {
-		keys = p.Words.Keys()
-	} else {
-		keys = make([]overlay.Key, p.Keys)
-		for i := range keys {
-			keys[i] = overlay.Uint64Key(uint64(i))
-		}
-	}
+	keys, keyLoads := p.keysAndLoads()
 	if len(keys) < p.Nodes {
 		return nil, fmt.Errorf("%d keys cannot be spread over %d nodes", len(keys), p.Nodes)
 	}
 	position := func(k overlay.Key) float64 {
 		return float64(sort.Search(len(keys), func(i int) bool { return keys[i] >= k }))
 	}
-	var keyLoads []float64 // by key index
-	if p.Workload != nil {
-		keyLoads = p.Workload.KeyLoads(p.Rate, p.Warmup.Seconds())
-	} else {
-		keyLoads = p.Words.KeyLoads(p.Rate, p.PrefixLen)
-	}
-	res.Feasibility = workload.CheckFeasibility(keyLoads, thres, p.Nodes).String()
+	res.Feasibility = workload.CheckFeasibility(keyLoads, p.NodeThresholds()).String()
 
 	joinInterval := p.JoinInterval
 	if joinInterval == 0 {
@@ -383,6 +440,9 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 		for _, s := range nw.owners() {
 			sn.Start = append(sn.Start, position(s.node.Self().Start))
 			sn.Load = append(sn.Load, s.node.Balancer.Load())
+			if len(p.Thresholds) > 0 {
+				sn.Thres = append(sn.Thres, s.node.Balancer.Config().Thres)
+			}
 		}
 		res.Snapshots = append(res.Snapshots, sn)
 	}
@@ -409,7 +469,11 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 				left[i] = 0 // reads of a lost key find nothing to count
 			}
 		}
-		res.FeasibilityAfterCrash = workload.CheckFeasibility(left, thres, p.Nodes-res.Crashed).String()
+		var survivors []float64
+		for _, n := range nw.Live() {
+			survivors = append(survivors, n.Balancer.Config().Thres)
+		}
+		res.FeasibilityAfterCrash = workload.CheckFeasibility(left, survivors).String()
 	}
 	var paused []overlay.NodeID
 	resume := func() {

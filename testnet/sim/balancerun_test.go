@@ -64,6 +64,49 @@ func TestBalanceNIXMIGPulse(t *testing.T) {
 	}
 }
 
+// TestBalanceHeterogeneousNodes: nodes of thres 60, 120 and 240 (SPEC §1: each node sets its
+// own) under a pulse that nodes of 60 alone could not carry. NIXMIG must bring every node under
+// its own thres — which needs the larger nodes loaded past 60 — with every invariant held.
+func TestBalanceHeterogeneousNodes(t *testing.T) {
+	w, err := workload.NewPulse(5000, 100, 0.10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := smallBalance(nixmig.NIXMIG, w, 1)
+	p.Rate = 40 // 8/s a hot key: seven under 60, so 500 hot keys need 72 nodes of 60 (of 50)
+	p.SnapshotsAt = []time.Duration{p.Warmup}
+	homogeneous := p.Feasibility()
+	p.Thresholds = []float64{60, 120, 240}
+	mixed := p.Feasibility()
+	if homogeneous.Feasible || !homogeneous.Decided || !mixed.Feasible {
+		t.Fatalf("nodes of 60 alone: %v; mixed: %v", homogeneous, mixed)
+	}
+	res, err := RunBalance(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("completed %v in %.0f s, %d msgs, %d items, nix %d mig %d, overloaded %d→%d, check %s; %s",
+		res.Completed, res.CompletionTime, res.Messages, res.Items, res.NIX, res.MIG, res.OverloadedStart, res.OverloadedEnd, res.Check, res.Feasibility)
+	if res.Check != "ok" || !res.Completed {
+		t.Fatalf("completed %v, check %s", res.Completed, res.Check)
+	}
+	end := res.Snapshots[len(res.Snapshots)-1]
+	classes := map[float64]int{}
+	over60 := 0
+	for i, l := range end.Load {
+		classes[end.Thres[i]]++
+		if l >= end.Thres[i] {
+			t.Errorf("node %d at %.1f/s over its thres %g at the end", i, l, end.Thres[i])
+		}
+		if l >= 60 {
+			over60++
+		}
+	}
+	if len(classes) != 3 || over60 == 0 {
+		t.Fatalf("thresholds at the end %v, %d nodes carrying 60/s or more", classes, over60)
+	}
+}
+
 // An invalid balancing message is rejected and counted by the node, never acted on.
 func TestInvalidBalanceMessageCounted(t *testing.T) {
 	nw, err := New(DefaultConfig())

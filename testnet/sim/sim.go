@@ -28,8 +28,12 @@ type Config struct {
 	Jitter time.Duration
 	// Loss is the probability that a message is dropped.
 	Loss float64
-	// Node is the protocol configuration of every node.
+	// Node is the protocol configuration of every node, unless NodeConfig is set.
 	Node node.Config
+	// NodeConfig, when not nil, gives the node added index-th (from 0, in the order of Add) its
+	// own configuration, which it keeps when it restarts: heterogeneous nodes (BalanceParams.
+	// Thresholds).
+	NodeConfig func(index int) node.Config
 	// Marshal sends every message through protobuf encoding, as the wire would: slower, and it
 	// catches code that shares or mutates sent messages.
 	Marshal bool
@@ -257,7 +261,11 @@ func (nw *Network) start(s *simNode) (*node.Node, error) {
 		rng: rand.New(rand.NewPCG(nw.cfg.Seed^h.Sum64(), uint64(s.incarnation))),
 		log: nw.log.With(zap.String("node", string(s.id)))}
 	s.store = store.NewMemory()
-	n, err := node.New(s.env, s.store, s.id, nw.cfg.Node)
+	cfg := nw.cfg.Node
+	if nw.cfg.NodeConfig != nil {
+		cfg = nw.cfg.NodeConfig(int(s.index))
+	}
+	n, err := node.New(s.env, s.store, s.id, cfg)
 	if err != nil {
 		return nil, err
 	}

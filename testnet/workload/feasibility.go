@@ -1,6 +1,9 @@
 package workload
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // MinNodes returns the fewest nodes able to carry the keys in key order — each node a contiguous
 // piece, as node ranges are — with every node's load strictly below thres (SPEC §1's goal state).
@@ -22,7 +25,7 @@ import "fmt"
 func MinNodes(loads []float64, thres float64) (nodes int, feasible bool) {
 	nodes, feasible = 1, true
 	cur := 0.0
-	under := thres * (1 - 1e-9)
+	under := thres * (1 - underMargin)
 	for i, l := range loads {
 		if !(l < thres) { // also catches NaN
 			feasible = false
@@ -36,50 +39,99 @@ func MinNodes(loads []float64, thres float64) (nodes int, feasible bool) {
 	return nodes, feasible
 }
 
+// underMargin: a piece counts as under thres only below thres·(1 − underMargin) (see MinNodes).
+const underMargin = 1e-9
+
 // Feasibility is a workload's feasibility report (SPEC §12): whether the per-key loads can be
-// balanced under thres at all, and with how many nodes.
+// balanced with every node under its own thres, and with how many nodes.
 type Feasibility struct {
-	MinNodes   int     // fewest nodes carrying the keys with every node below Thres (see MinNodes)
-	Nodes      int     // nodes available; ≤ 0 means not compared
-	MaxKeyLoad float64 // heaviest single key
-	MaxKey     int     // its index
-	TotalLoad  float64 // Σ loads
-	Thres      float64
-	// Feasible: every key is below Thres and, when Nodes > 0, MinNodes ≤ Nodes.
-	Feasible bool
+	// MinNodes is how many nodes carry the keys in contiguous pieces, each below its node's
+	// thres, the nodes taken from the highest thres down (see CheckFeasibility); Nodes is how
+	// many there are.
+	MinNodes, Nodes    int
+	MinThres, MaxThres float64
+	SumThres           float64 // Σ of every node's thres
+	MaxKeyLoad         float64 // heaviest single key
+	MaxKey             int     // its index
+	TotalLoad          float64 // Σ loads
+	// Feasible: the pieces fit on the nodes. Decided: Feasible, or no assignment can exist —
+	// always so when the nodes share one thres; with mixed thresholds, when a key is at or over
+	// every thres or the total at or over Σ thres. A mixed workload may be neither.
+	Feasible, Decided bool
 }
 
-// CheckFeasibility reports whether the per-key loads can be balanced under thres with the given
-// number of nodes (nodes ≤ 0: only the per-key condition is checked).
-func CheckFeasibility(loads []float64, thres float64, nodes int) Feasibility {
-	f := Feasibility{Nodes: nodes, Thres: thres}
-	var keysOK bool
-	f.MinNodes, keysOK = MinNodes(loads, thres)
+// CheckFeasibility reports whether the per-key loads can be balanced with each node below its
+// own threshold (thresholds holds one per node). Nodes can migrate anywhere, so what matters is
+// how many nodes have each threshold, not where they sit. The keys are packed in order, each
+// piece extended while its load stays below the thres of the node it is given, the nodes taken
+// from the highest thres down. With one shared thres this is MinNodes, exact; with mixed
+// thresholds it is a sufficient test — whenever the nodes of thres ≥ c alone could carry the keys
+// under c, so can it, since a piece given a higher thres reaches at least as far — and the report
+// says when it is undecided.
+func CheckFeasibility(loads, thresholds []float64) Feasibility {
+	f := Feasibility{Nodes: len(thresholds)}
 	for i, l := range loads {
 		f.TotalLoad += l
 		if i == 0 || l > f.MaxKeyLoad {
 			f.MaxKeyLoad, f.MaxKey = l, i
 		}
 	}
-	f.Feasible = keysOK && (nodes <= 0 || f.MinNodes <= nodes)
+	if len(thresholds) == 0 {
+		f.Decided = true
+		return f
+	}
+	caps := slices.Clone(thresholds)
+	slices.Sort(caps)
+	slices.Reverse(caps)
+	f.MaxThres, f.MinThres = caps[0], caps[len(caps)-1]
+	for _, t := range caps {
+		f.SumThres += t
+	}
+	// Pieces beyond the last node are counted at the lowest thres: how many more would be needed.
+	capOf := func(piece int) float64 { return caps[min(piece, len(caps))-1] }
+	keysFit, cur := true, 0.0
+	f.MinNodes = 1
+	for i, l := range loads {
+		if i > 0 && !(cur+l < capOf(f.MinNodes)*(1-underMargin)) {
+			f.MinNodes++
+			cur = 0
+		}
+		if !(l < capOf(f.MinNodes)) { // also catches NaN
+			keysFit = false
+		}
+		cur += l
+	}
+	f.Feasible = keysFit && f.MinNodes <= len(caps)
+	f.Decided = f.Feasible || f.MinThres == f.MaxThres || !(f.MaxKeyLoad < f.MaxThres) || !(f.TotalLoad < f.SumThres)
 	return f
 }
 
-// String reads e.g. "feasible: 417 nodes needed of 500 (max key load 5.0/s < thres 60)".
+// String reads e.g. "feasible: 417 nodes needed of 500 (max key load 5.0/s < thres 60)", or with
+// mixed thresholds "feasible: 390 nodes needed of 500, the highest thres first (thres 30–120; max
+// key load 5.0/s)".
 func (f Feasibility) String() string {
-	of := ""
-	if f.Nodes > 0 {
-		of = fmt.Sprintf(" of %d", f.Nodes)
-	}
-	if !(f.MaxKeyLoad < f.Thres) {
-		return fmt.Sprintf("infeasible: key %d has load %.1f/s ≥ thres %g (%d nodes needed%s otherwise)",
-			f.MaxKey, f.MaxKeyLoad, f.Thres, f.MinNodes, of)
-	}
 	verdict := "feasible"
-	if !f.Feasible {
+	switch {
+	case !f.Decided:
+		verdict = "not shown feasible"
+	case !f.Feasible:
 		verdict = "infeasible"
 	}
-	return fmt.Sprintf("%s: %d nodes needed%s (max key load %.1f/s < thres %g)", verdict, f.MinNodes, of, f.MaxKeyLoad, f.Thres)
+	if f.MinThres == f.MaxThres {
+		if !(f.MaxKeyLoad < f.MaxThres) {
+			return fmt.Sprintf("infeasible: key %d has load %.1f/s ≥ thres %g (%d nodes needed of %d otherwise)",
+				f.MaxKey, f.MaxKeyLoad, f.MaxThres, f.MinNodes, f.Nodes)
+		}
+		return fmt.Sprintf("%s: %d nodes needed of %d (max key load %.1f/s < thres %g)", verdict, f.MinNodes, f.Nodes, f.MaxKeyLoad, f.MaxThres)
+	}
+	switch {
+	case !(f.MaxKeyLoad < f.MaxThres):
+		return fmt.Sprintf("infeasible: key %d has load %.1f/s ≥ the highest thres %g", f.MaxKey, f.MaxKeyLoad, f.MaxThres)
+	case !(f.TotalLoad < f.SumThres):
+		return fmt.Sprintf("infeasible: the keys' total load %.0f/s ≥ %.0f, the sum of the nodes' thresholds", f.TotalLoad, f.SumThres)
+	}
+	return fmt.Sprintf("%s: %d nodes needed of %d, the highest thres first (thres %g–%g; max key load %.1f/s)",
+		verdict, f.MinNodes, f.Nodes, f.MinThres, f.MaxThres, f.MaxKeyLoad)
 }
 
 // LowerBoundMoves is SPEC §10's lower bound on moved items: for each node, the fewest keys it must

@@ -220,5 +220,5 @@ func TestWordsFile(t *testing.T) {
 	if mean := float64(sumKeys) / 10_000; math.Abs(sum/rate-mean) > 0.05*mean {
 		t.Fatalf("Σ loads / rate = %.1f, sampled mean keys per query %.1f", sum/rate, mean)
 	}
-	t.Logf("%d words; prefix 3: %.1f keys per query; %v", w.Len(), sum/rate, CheckFeasibility(loads, 60, 500))
+	t.Logf("%d words; prefix 3: %.1f keys per query; %v", w.Len(), sum/rate, CheckFeasibility(loads, uniformThres(60, 500)))
 }
