@@ -43,9 +43,10 @@ frequent first).
 
 Heterogeneous nodes: --thresholds 30,60,120 gives the nodes these thresholds in equal shares,
 at places drawn from --seed (each node's overThres scales with its thres: --over-thres times its
-thres over --thres); every node must end under its own. A workload no assignment of the keys to
-the nodes can balance (a key at or over every thres, more nodes needed than there are, or a
-total load at or over the sum of the thresholds) ends at once with exit status 2.
+thres over --thres); every node must end under its own, and the plots draw the base --thres. A
+workload that no assignment of its keys to the nodes can balance (a key at or over every thres,
+more nodes needed than there are when they share one thres, or a total load at or over the sum
+of the thresholds) ends at once with exit status 2.
 
 Queries are client range scans sent from random nodes and routed hop by hop, so a run costs
 about queries x hops x keys read. --queries direct counts each query's reads at its keys'
