@@ -101,7 +101,7 @@ func plotSnapshots(path, title string, p sim.BalanceParams, r *sim.BalanceResult
 		case i == len(r.Snapshots)-1:
 			label += " (end)"
 		}
-		snaps = append(snaps, report.Snapshot{Label: label, KeyStart: s.Start, Load: s.Load, KeyEnd: keys})
+		snaps = append(snaps, report.Snapshot{Label: label, KeyStart: s.Start, Load: s.Load, KeyEnd: keys, Thres: s.Thres})
 	}
 	opt := report.PlotOptions{Title: title, XLabel: "key (position in key order)", YLabel: "load (keys served/s)"}
 	return report.LoadSnapshots(path, opt, snaps, p.Net.Node.Balance.Thres)

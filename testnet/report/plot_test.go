@@ -115,6 +115,19 @@ func TestLoadSnapshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSVG(t, path, "one")
+
+	// Each node its own thres (heterogeneous nodes): a step line, drawn without a common thres.
+	own := snaps[0]
+	own.Thres = []float64{30, 60, 90, 30}
+	path = filepath.Join(t.TempDir(), "own.svg")
+	if err := LoadSnapshots(path, PlotOptions{Title: "own"}, []Snapshot{own}, 0); err != nil {
+		t.Fatal(err)
+	}
+	checkSVG(t, path, "own", "thres")
+	own.Thres = []float64{30}
+	if err := LoadSnapshots(path, PlotOptions{Title: "own"}, []Snapshot{own}, 0); err == nil {
+		t.Fatal("one thres for four nodes was drawn")
+	}
 }
 
 func TestBarChart(t *testing.T) {

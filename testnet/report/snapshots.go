@@ -26,6 +26,9 @@ type Snapshot struct {
 	// stops. If it is not above the largest KeyStart (e.g. left 0), the
 	// last range gets the mean width of the others (width 1 if alone).
 	KeyEnd float64
+	// Thres, when not empty, is each node's own thres (heterogeneous nodes), drawn as a
+	// dashed step line in place of the common thres.
+	Thres []float64
 }
 
 // LoadSnapshots draws each snapshot as a step line of node load over the
@@ -50,6 +53,7 @@ func LoadSnapshots(path string, opt PlotOptions, snaps []Snapshot, thres float64
 
 	// Build the step lines and the common axis limits.
 	steps := make([]plotter.XYs, len(snaps))
+	thresSteps := make([]plotter.XYs, len(snaps)) // per-node thresholds, where given
 	xmin, xmax := math.Inf(1), math.Inf(-1)
 	ymin, ymax := math.Inf(1), math.Inf(-1)
 	for i, s := range snaps {
@@ -58,9 +62,18 @@ func LoadSnapshots(path string, opt PlotOptions, snaps []Snapshot, thres float64
 			return err
 		}
 		steps[i] = xys
-		for _, pt := range xys {
-			xmin, xmax = math.Min(xmin, pt.X), math.Max(xmax, pt.X)
-			ymin, ymax = math.Min(ymin, pt.Y), math.Max(ymax, pt.Y)
+		if len(s.Thres) > 0 {
+			own := s
+			own.Load, own.Label = s.Thres, s.Label+" thres"
+			if thresSteps[i], err = snapshotSteps(own, opt.LogY); err != nil {
+				return err
+			}
+		}
+		for _, line := range []plotter.XYs{xys, thresSteps[i]} {
+			for _, pt := range line {
+				xmin, xmax = math.Min(xmin, pt.X), math.Max(xmax, pt.X)
+				ymin, ymax = math.Min(ymin, pt.Y), math.Max(ymax, pt.Y)
+			}
 		}
 	}
 	drawThres := thres > 0
@@ -95,10 +108,17 @@ func LoadSnapshots(path string, opt PlotOptions, snaps []Snapshot, thres float64
 
 		var legendPts []plotter.XY
 		legendPts = append(legendPts, steps[i]...)
-		if drawThres {
-			tl, err := plotter.NewLine(plotter.XYs{{X: xmin, Y: thres}, {X: xmax, Y: thres}})
+		if drawThres || thresSteps[i] != nil {
+			pts := plotter.XYs{{X: xmin, Y: thres}, {X: xmax, Y: thres}}
+			if thresSteps[i] != nil {
+				pts = thresSteps[i]
+			}
+			tl, err := plotter.NewLine(pts)
 			if err != nil {
 				return fmt.Errorf("report: thres line: %w", err)
+			}
+			if thresSteps[i] != nil {
+				tl.StepStyle = plotter.PostStep
 			}
 			tl.Color = thresColor
 			tl.Width = vg.Points(1.2)
