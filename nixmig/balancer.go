@@ -86,6 +86,8 @@ type endState struct {
 	probes   int // probes left in this search
 	m        overlay.Peer
 	migrants []overlay.Peer // nil while the remote wave is under way
+	// migrantKeep: each migrant's keep, when the remote wave reported them (RemoteReply).
+	migrantKeep []float64
 	// splitLeaves: the migrants whose leaves are split, each with the absorber that takes the
 	// top of its range first.
 	splitLeaves []*pb.SplitPlan
@@ -97,7 +99,6 @@ type endState struct {
 	splits  []overlay.Key // where each migrant's piece starts (ends, below)
 	ordered int           // migrants ordered so far
 	done    int           // migrants that reported their end
-	share   float64
 	below   bool
 	migs    int
 }

@@ -2,6 +2,7 @@ package nixmig
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -182,7 +183,7 @@ func (b *Balancer) onRemoteLock(from overlay.Peer, wave uint64, r *pb.RemoteLock
 		b.onAbsorb(end, wave, r, l, lease)
 		return
 	}
-	reply := &pb.RemoteReply{M: r.M, Migrants: r.Migrants, Splits: r.Splits}
+	reply := &pb.RemoteReply{M: r.M, Migrants: r.Migrants, Splits: r.Splits, MigrantKeep: r.MigrantKeep}
 	items := uint64(b.store.Len())
 	if !b.idle() || end == b.sg.ID() || (!b.cfg.FaithfulMigrants && items > migrantSizeRatio*r.AccItems) {
 		b.send(end, wave, reply)
@@ -199,16 +200,24 @@ func (b *Balancer) onRemoteLock(from overlay.Peer, wave uint64, r *pb.RemoteLock
 		}
 		b.lockFor(wave, roleMigrant, lease)
 		b.send(succ.ID, wave, &pb.RemoteLock{End: r.End, Want: r.Want, AccLoad: r.AccLoad + l, MThres: r.MThres, M: r.M,
-			Migrants: append(r.Migrants, b.sg.Self().ToPB()), AccItems: r.AccItems + items, Absorb: true, LastLoad: l, Splits: r.Splits})
+			Migrants: append(r.Migrants, b.sg.Self().ToPB()), MigrantKeep: b.withOwnKeep(r.MigrantKeep),
+			AccItems: r.AccItems + items, Absorb: true, LastLoad: l, Splits: r.Splits})
 		return
 	}
 	b.lockFor(wave, roleMigrant, lease)
-	migrants := append(r.Migrants, b.sg.Self().ToPB())
+	migrants, keeps := append(r.Migrants, b.sg.Self().ToPB()), b.withOwnKeep(r.MigrantKeep)
 	if len(migrants) >= int(r.Want) || lastOne {
-		b.send(end, wave, &pb.RemoteReply{M: r.M, Migrants: migrants, Splits: r.Splits})
+		b.send(end, wave, &pb.RemoteReply{M: r.M, Migrants: migrants, Splits: r.Splits, MigrantKeep: keeps})
 		return
 	}
-	b.send(succ.ID, wave, &pb.RemoteLock{End: r.End, Want: r.Want, AccLoad: r.AccLoad + l, MThres: r.MThres, M: r.M, Migrants: migrants, AccItems: r.AccItems + items, Splits: r.Splits})
+	b.send(succ.ID, wave, &pb.RemoteLock{End: r.End, Want: r.Want, AccLoad: r.AccLoad + l, MThres: r.MThres, M: r.M, Migrants: migrants,
+		MigrantKeep: keeps, AccItems: r.AccItems + items, Splits: r.Splits})
+}
+
+// withOwnKeep returns the keeps of the migrants reserved so far (RemoteLock.migrant_keep) with
+// this node's appended, as it reserves itself; nil when the wave's earlier nodes sent none.
+func (b *Balancer) withOwnKeep(keeps []float64) []float64 {
+	return append(slices.Clip(keeps), b.cfg.Keep())
 }
 
 // mayPassOn reports whether a remote lock with split leaves may go on to succ, this node's
@@ -244,7 +253,7 @@ func (b *Balancer) onAbsorb(end overlay.NodeID, wave uint64, r *pb.RemoteLock, l
 	room := b.cfg.Keep() - l
 	if !b.idle() || end == b.sg.ID() || overflow >= r.LastLoad || giveUp >= room {
 		b.send(last, wave, &pb.Release{Reason: "no room after the last migrant"})
-		b.send(end, wave, &pb.RemoteReply{M: r.M, Migrants: r.Migrants[:n-1], Splits: r.Splits})
+		b.send(end, wave, &pb.RemoteReply{M: r.M, Migrants: r.Migrants[:n-1], Splits: r.Splits, MigrantKeep: r.MigrantKeep[:max(0, len(r.MigrantKeep)-1)]})
 		return
 	}
 	b.lockFor(wave, roleRemote, lease)
@@ -252,11 +261,11 @@ func (b *Balancer) onAbsorb(end overlay.NodeID, wave uint64, r *pb.RemoteLock, l
 	splits := append(r.Splits, &pb.SplitPlan{Migrant: uint32(n - 1), Absorber: self, GiveUp: giveUp, GiveUpMax: room})
 	_, succ := b.sg.Neighbors(0)
 	if n >= int(r.Want) || !b.mayPassOn(succ, end, r.M) {
-		b.send(end, wave, &pb.RemoteReply{M: r.M, Migrants: r.Migrants, Splits: splits})
+		b.send(end, wave, &pb.RemoteReply{M: r.M, Migrants: r.Migrants, Splits: splits, MigrantKeep: r.MigrantKeep})
 		return
 	}
 	b.send(succ.ID, wave, &pb.RemoteLock{End: r.End, Want: r.Want, AccLoad: l + giveUp, MThres: b.cfg.Keep(), M: r.M,
-		Migrants: r.Migrants, AccItems: uint64(b.store.Len()), Splits: splits})
+		Migrants: r.Migrants, MigrantKeep: r.MigrantKeep, AccItems: uint64(b.store.Len()), Splits: splits})
 }
 
 func (b *Balancer) onRemoteReply(wave uint64, r *pb.RemoteReply) {
@@ -282,6 +291,7 @@ func (b *Balancer) onRemoteReply(wave uint64, r *pb.RemoteReply) {
 	}
 	e.m = overlay.PeerFromPB(r.M)
 	e.migrants = overlay.PeersFromPB(r.Migrants)
+	e.migrantKeep = r.MigrantKeep
 	e.splitLeaves = r.Splits
 	b.searchOver(e)
 }
@@ -475,19 +485,44 @@ func (b *Balancer) migPhase(e *endState) {
 		b.finishEnd(e, true)
 		return
 	}
-	if b.cfg.FaithfulMigShare {
-		e.share = e.tmpL / float64(r)
-	} else {
-		e.share = l / float64(r+1)
-	}
+	shares, keeps := b.migShares(e, l, r)
 	keys := b.ownKeys()
-	e.below = b.placeBelow(keys, e.share)
-	e.splits = b.migSplits(keys, e.below, e.share, r)
+	e.below = b.placeBelow(keys, shares[0])
+	e.splits = b.migSplits(keys, e.below, shares, keeps)
 	if len(e.splits) == 0 {
 		b.finishEnd(e, true)
 		return
 	}
 	b.orderMigrant(e)
+}
+
+// migShares returns the load each of the r migrants' pieces aims at and the most it may carry:
+// the end node and each migrant an equal share of the load l, capped at keep (with
+// FaithfulMigShare the thesis's tmpL/r, uncapped). With heterogeneous nodes — the migrants'
+// keeps, as the remote wave reported them, not all this node's — each share is in proportion to
+// the keep of the node that will carry it, and capped at that keep: a migrant of thres 30 given
+// an equal share of a node of 90 would start overloaded, one of 90 given a node of 30's share
+// would leave room unused.
+func (b *Balancer) migShares(e *endState, l float64, r int) (shares, keeps []float64) {
+	own := b.cfg.Keep()
+	mixed := !b.cfg.FaithfulMigShare && len(e.migrantKeep) == r &&
+		slices.ContainsFunc(e.migrantKeep, func(k float64) bool { return k != own })
+	capacity := own
+	for _, k := range e.migrantKeep {
+		capacity += k
+	}
+	shares, keeps = make([]float64, r), make([]float64, r)
+	for i := range shares {
+		switch {
+		case b.cfg.FaithfulMigShare:
+			shares[i], keeps[i] = e.tmpL/float64(r), math.Inf(1)
+		case mixed:
+			shares[i], keeps[i] = l*e.migrantKeep[i]/capacity, e.migrantKeep[i]
+		default:
+			shares[i], keeps[i] = l/float64(r+1), own
+		}
+	}
+	return shares, keeps
 }
 
 // orderMigrant sends the next migration order.
@@ -520,10 +555,11 @@ func (b *Balancer) placeBelow(keys []overlay.Key, share float64) bool {
 	return below
 }
 
-// migSplits cuts the end node's range for up to r migrants, each piece carrying share, from the
-// upper end (migrants join above, the first one outermost) or from the lower end (below). It
-// never hands out the key farthest from that end, and returns fewer cuts when the load runs out.
-func (b *Balancer) migSplits(keys []overlay.Key, below bool, share float64, r int) []overlay.Key {
+// migSplits cuts the end node's range for the migrants, the i-th piece carrying shares[i] and at
+// most keeps[i] (cutPieces), from the upper end (migrants join above, the first one outermost)
+// or from the lower end (below). It never hands out the key farthest from that end, and returns
+// fewer cuts when the load runs out.
+func (b *Balancer) migSplits(keys []overlay.Key, below bool, shares, keeps []float64) []overlay.Key {
 	now := b.env.Now()
 	n := len(keys)
 	fromEnd := func(j int) overlay.Key { // the j-th key counted from the chosen end
@@ -536,12 +572,8 @@ func (b *Balancer) migSplits(keys []overlay.Key, below bool, share float64, r in
 	for j := range loads {
 		loads[j] = b.load.KeyLoad(fromEnd(j), now)
 	}
-	keep := b.cfg.Keep()
-	if b.cfg.FaithfulMigShare {
-		keep = math.Inf(1)
-	}
 	var splits []overlay.Key
-	for _, j := range cutPieces(loads, share, keep, r) {
+	for _, j := range cutPieces(loads, shares, keeps) {
 		k := fromEnd(j) // the piece is [k, end) above
 		if below {
 			k += "\x00" // the piece is [start, k] inclusive below: it ends just after k
@@ -551,34 +583,40 @@ func (b *Balancer) migSplits(keys []overlay.Key, below bool, share float64, r in
 	return splits
 }
 
-// cutPieces cuts up to r pieces off the front of loads (key loads counted from one end of a
-// range), each carrying share, and returns the index of each piece's last key; the last key of
-// loads is never handed out, and fewer pieces come back when the load runs out.
+// cutPieces cuts up to len(shares) pieces off the front of loads (key loads counted from one end
+// of a range), the i-th carrying shares[i], and returns the index of each piece's last key; the
+// last key of loads is never handed out, and fewer pieces come back when the load runs out.
 //
-// A piece never grows above keep unless one key alone does: it is cut before the key that would
-// take it there, and the next piece aims at a whole share from that cut. Where a few hot keys
+// Piece i never grows above keeps[i] unless one key alone does: it is cut before the key that
+// would take it there, and the next piece aims at its whole share from that cut. Where a few hot keys
 // fill a node, cutting wherever the running sum reached the next share gave some migrants one
 // key too many — six keys of 10/s is 60, over thres from the start — and others one too few;
 // on the tightest pulses every such slot is needed. (The thesis's rule, FaithfulMigShare, has
 // no cap: keep is +Inf.)
-func cutPieces(loads []float64, share, keep float64, r int) []int {
+func cutPieces(loads, shares, keeps []float64) []int {
+	r := len(shares)
+	if r == 0 {
+		return nil
+	}
 	var cuts []int
-	acc, piece, want := 0.0, 0.0, share
+	acc, piece, want := 0.0, 0.0, shares[0]
 	for j := 0; j < len(loads)-1 && len(cuts) < r; j++ {
 		l := loads[j]
-		if piece > 0 && piece+l > keep {
+		if piece > 0 && piece+l > keeps[len(cuts)] {
 			cuts = append(cuts, j-1)
-			piece, want = 0, acc+share
 			if len(cuts) == r {
 				break
 			}
+			piece, want = 0, acc+shares[len(cuts)]
 		}
 		acc += l
 		piece += l
 		if acc >= want {
 			cuts = append(cuts, j)
 			piece = 0
-			want += share
+			if len(cuts) < r {
+				want += shares[len(cuts)]
+			}
 		}
 	}
 	return cuts

@@ -1,6 +1,7 @@
 package nixmig
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -387,5 +388,40 @@ func TestSplitLeaveNeedsItsAbsorber(t *testing.T) {
 	}
 	if _, locked := b.Locked(); locked || b.migrating != nil || b.sg.State() != skipgraph.StateActive {
 		t.Errorf("after a refused split leave: locked %v, migrating %v, state %v", locked, b.migrating, b.sg.State())
+	}
+}
+
+// TestMigSharesFollowTheMigrantsKeeps: with migrants whose keeps differ from the end node's, each
+// piece aims at a share of the load in proportion to the keep of the node that will carry it and
+// is capped there; with equal keeps (or none reported) every node gets an equal share under the
+// end node's keep, and the thesis's rule tmpL/r uncapped.
+func TestMigSharesFollowTheMigrantsKeeps(t *testing.T) {
+	_, b := loneNode(t, "e", store.NewMemory(), DefaultConfig())
+	own := b.cfg.Keep() // 57
+	for _, c := range []struct {
+		name          string
+		keeps         []float64
+		shares, capAt []float64
+	}{
+		{"none reported", nil, []float64{60, 60}, []float64{own, own}},
+		{"all the end node's", []float64{own, own}, []float64{60, 60}, []float64{own, own}},
+		// Capacity 57 + 28.5 + 85.5 = 171: 180·28.5/171 = 30, 180·85.5/171 = 90.
+		{"heterogeneous", []float64{28.5, 85.5}, []float64{30, 90}, []float64{28.5, 85.5}},
+	} {
+		e := &endState{migrantKeep: c.keeps, tmpL: 200}
+		shares, keeps := b.migShares(e, 180, 2)
+		for i := range shares {
+			if math.Abs(shares[i]-c.shares[i]) > 1e-9 || keeps[i] != c.capAt[i] {
+				t.Errorf("%s: shares %v caps %v, want %v %v", c.name, shares, keeps, c.shares, c.capAt)
+				break
+			}
+		}
+	}
+	faithful := DefaultConfig()
+	faithful.FaithfulMigShare = true
+	_, fb := loneNode(t, "f", store.NewMemory(), faithful)
+	shares, keeps := fb.migShares(&endState{migrantKeep: []float64{28.5, 85.5}, tmpL: 200}, 180, 2)
+	if shares[0] != 100 || shares[1] != 100 || !math.IsInf(keeps[0], 1) || !math.IsInf(keeps[1], 1) {
+		t.Errorf("faithful: shares %v caps %v, want tmpL/r = 100 uncapped", shares, keeps)
 	}
 }

@@ -42,6 +42,18 @@ func Validate(m *pb.Balance) error {
 		}
 		return nil
 	}
+	// keeps checks RemoteLock/RemoteReply.migrant_keep: none, or one positive keep a migrant.
+	keeps := func(ks []float64, migrants int) error {
+		if len(ks) != 0 && len(ks) != migrants {
+			return fmt.Errorf("%d migrant keeps for %d migrants", len(ks), migrants)
+		}
+		for _, k := range ks {
+			if !(k > 0) || math.IsInf(k, 1) {
+				return fmt.Errorf("migrant keep %v is not a positive finite number", k)
+			}
+		}
+		return nil
+	}
 	side := func(s pb.Side) error {
 		if s != pb.Side_SIDE_PRED && s != pb.Side_SIDE_SUCC {
 			return fmt.Errorf("unknown side %v", s)
@@ -96,14 +108,15 @@ func Validate(m *pb.Balance) error {
 		if r.Absorb && (r.M == nil || len(r.Migrants) == 0) {
 			return errors.New("remote lock asks to absorb without M or a migrant")
 		}
-		return errors.Join(refs(r.Migrants), refs(m), finite(r.AccLoad, r.MThres, r.LastLoad), plans(r.Splits, len(r.Migrants), r.M))
+		return errors.Join(refs(r.Migrants), refs(m), finite(r.AccLoad, r.MThres, r.LastLoad), plans(r.Splits, len(r.Migrants), r.M),
+			keeps(r.MigrantKeep, len(r.Migrants)))
 	case *pb.Balance_RemoteReply:
 		r := op.RemoteReply
 		var m []*pb.NodeRef
 		if r.M != nil {
 			m = append(m, r.M)
 		}
-		return errors.Join(refs(r.Migrants), refs(m), plans(r.Splits, len(r.Migrants), r.M))
+		return errors.Join(refs(r.Migrants), refs(m), plans(r.Splits, len(r.Migrants), r.M), keeps(r.MigrantKeep, len(r.Migrants)))
 	case *pb.Balance_MigOrder:
 		o := op.MigOrder
 		if o.Target == nil || len(o.Target.Id) == 0 {

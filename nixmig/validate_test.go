@@ -17,31 +17,34 @@ func TestValidateRejectsBadMessages(t *testing.T) {
 		long[i] = ref("x")
 	}
 	bad := map[string]*pb.Balance{
-		"nil":                 nil,
-		"no op":               {Wave: 1},
-		"no wave":             {Op: &pb.Balance_Probe{Probe: &pb.Probe{}}},
-		"lock no chain":       {Wave: 1, Op: &pb.Balance_Lock{Lock: &pb.LockRequest{Dir: pb.Side_SIDE_SUCC}}},
-		"lock no side":        {Wave: 1, Op: &pb.Balance_Lock{Lock: &pb.LockRequest{Chain: []*pb.NodeRef{ref("a")}}}},
-		"lock NaN load":       {Wave: 1, Op: &pb.Balance_Lock{Lock: &pb.LockRequest{Dir: pb.Side_SIDE_PRED, Chain: []*pb.NodeRef{ref("a")}, TmpLoad: math.NaN()}}},
-		"lock negative move":  {Wave: 1, Op: &pb.Balance_Lock{Lock: &pb.LockRequest{Dir: pb.Side_SIDE_PRED, Chain: []*pb.NodeRef{ref("a")}, Moved: -1}}},
-		"lock long chain":     {Wave: 1, Op: &pb.Balance_Lock{Lock: &pb.LockRequest{Dir: pb.Side_SIDE_PRED, Chain: long}}},
-		"lock empty ref":      {Wave: 1, Op: &pb.Balance_Lock{Lock: &pb.LockRequest{Dir: pb.Side_SIDE_PRED, Chain: []*pb.NodeRef{{}}}}},
-		"turn out of chain":   {Wave: 1, Op: &pb.Balance_NixTurn{NixTurn: &pb.NixTurn{Dir: pb.Side_SIDE_SUCC, Chain: []*pb.NodeRef{ref("a")}, Index: 1}}},
-		"remote no end":       {Wave: 1, Op: &pb.Balance_RemoteLock{RemoteLock: &pb.RemoteLock{Want: 1}}},
-		"remote huge want":    {Wave: 1, Op: &pb.Balance_RemoteLock{RemoteLock: &pb.RemoteLock{End: ref("e"), Want: maxChain + 1}}},
-		"mig no target":       {Wave: 1, Op: &pb.Balance_MigOrder{MigOrder: &pb.MigOrder{Split: []byte("k")}}},
-		"absorb no migrant":   {Wave: 1, Op: &pb.Balance_RemoteLock{RemoteLock: &pb.RemoteLock{End: ref("e"), M: ref("m"), Absorb: true}}},
-		"absorb NaN load":     {Wave: 1, Op: &pb.Balance_RemoteLock{RemoteLock: &pb.RemoteLock{End: ref("e"), M: ref("m"), Migrants: []*pb.NodeRef{ref("s")}, Absorb: true, LastLoad: math.NaN()}}},
-		"absorber no M":       {Wave: 1, Op: &pb.Balance_RemoteReply{RemoteReply: &pb.RemoteReply{Migrants: []*pb.NodeRef{ref("s")}, Splits: []*pb.SplitPlan{{Absorber: ref("a")}}}}},
-		"absorber empty":      {Wave: 1, Op: &pb.Balance_RemoteReply{RemoteReply: &pb.RemoteReply{M: ref("m"), Migrants: []*pb.NodeRef{ref("s")}, Splits: []*pb.SplitPlan{{Absorber: &pb.NodeRef{}}}}}},
-		"split past migrants": {Wave: 1, Op: &pb.Balance_RemoteReply{RemoteReply: &pb.RemoteReply{M: ref("m"), Migrants: []*pb.NodeRef{ref("s")}, Splits: []*pb.SplitPlan{{Migrant: 1, Absorber: ref("a")}}}}},
-		"split NaN":           {Wave: 1, Op: &pb.Balance_RemoteLock{RemoteLock: &pb.RemoteLock{End: ref("e"), M: ref("m"), Migrants: []*pb.NodeRef{ref("s")}, Splits: []*pb.SplitPlan{{Absorber: ref("a"), GiveUp: math.NaN()}}}}},
-		"split no absorber":   {Wave: 1, Op: &pb.Balance_MigOrder{MigOrder: &pb.MigOrder{Target: ref("e"), GiveUp: 5, GiveUpMax: 9}}},
-		"split inf max":       {Wave: 1, Op: &pb.Balance_MigOrder{MigOrder: &pb.MigOrder{Target: ref("e"), Absorber: ref("a"), GiveUp: 5, GiveUpMax: math.Inf(1)}}},
-		"probe negative":      {Wave: 1, Op: &pb.Balance_Probe{Probe: &pb.Probe{Load: -1}}},
-		"reply inf":           {Wave: 1, Op: &pb.Balance_ProbeReply{ProbeReply: &pb.ProbeReply{Load: math.Inf(1)}}},
-		"offer no step":       {Wave: 1, Op: &pb.Balance_IbOffer{IbOffer: &pb.IBOffer{Heavy: ref("h")}}},
-		"offer no heavy":      {Wave: 1, Op: &pb.Balance_IbOffer{IbOffer: &pb.IBOffer{Step: pb.IBStep_IB_LIGHT}}},
+		"nil":                     nil,
+		"no op":                   {Wave: 1},
+		"no wave":                 {Op: &pb.Balance_Probe{Probe: &pb.Probe{}}},
+		"lock no chain":           {Wave: 1, Op: &pb.Balance_Lock{Lock: &pb.LockRequest{Dir: pb.Side_SIDE_SUCC}}},
+		"lock no side":            {Wave: 1, Op: &pb.Balance_Lock{Lock: &pb.LockRequest{Chain: []*pb.NodeRef{ref("a")}}}},
+		"lock NaN load":           {Wave: 1, Op: &pb.Balance_Lock{Lock: &pb.LockRequest{Dir: pb.Side_SIDE_PRED, Chain: []*pb.NodeRef{ref("a")}, TmpLoad: math.NaN()}}},
+		"lock negative move":      {Wave: 1, Op: &pb.Balance_Lock{Lock: &pb.LockRequest{Dir: pb.Side_SIDE_PRED, Chain: []*pb.NodeRef{ref("a")}, Moved: -1}}},
+		"lock long chain":         {Wave: 1, Op: &pb.Balance_Lock{Lock: &pb.LockRequest{Dir: pb.Side_SIDE_PRED, Chain: long}}},
+		"lock empty ref":          {Wave: 1, Op: &pb.Balance_Lock{Lock: &pb.LockRequest{Dir: pb.Side_SIDE_PRED, Chain: []*pb.NodeRef{{}}}}},
+		"turn out of chain":       {Wave: 1, Op: &pb.Balance_NixTurn{NixTurn: &pb.NixTurn{Dir: pb.Side_SIDE_SUCC, Chain: []*pb.NodeRef{ref("a")}, Index: 1}}},
+		"remote no end":           {Wave: 1, Op: &pb.Balance_RemoteLock{RemoteLock: &pb.RemoteLock{Want: 1}}},
+		"remote huge want":        {Wave: 1, Op: &pb.Balance_RemoteLock{RemoteLock: &pb.RemoteLock{End: ref("e"), Want: maxChain + 1}}},
+		"mig no target":           {Wave: 1, Op: &pb.Balance_MigOrder{MigOrder: &pb.MigOrder{Split: []byte("k")}}},
+		"absorb no migrant":       {Wave: 1, Op: &pb.Balance_RemoteLock{RemoteLock: &pb.RemoteLock{End: ref("e"), M: ref("m"), Absorb: true}}},
+		"absorb NaN load":         {Wave: 1, Op: &pb.Balance_RemoteLock{RemoteLock: &pb.RemoteLock{End: ref("e"), M: ref("m"), Migrants: []*pb.NodeRef{ref("s")}, Absorb: true, LastLoad: math.NaN()}}},
+		"absorber no M":           {Wave: 1, Op: &pb.Balance_RemoteReply{RemoteReply: &pb.RemoteReply{Migrants: []*pb.NodeRef{ref("s")}, Splits: []*pb.SplitPlan{{Absorber: ref("a")}}}}},
+		"absorber empty":          {Wave: 1, Op: &pb.Balance_RemoteReply{RemoteReply: &pb.RemoteReply{M: ref("m"), Migrants: []*pb.NodeRef{ref("s")}, Splits: []*pb.SplitPlan{{Absorber: &pb.NodeRef{}}}}}},
+		"split past migrants":     {Wave: 1, Op: &pb.Balance_RemoteReply{RemoteReply: &pb.RemoteReply{M: ref("m"), Migrants: []*pb.NodeRef{ref("s")}, Splits: []*pb.SplitPlan{{Migrant: 1, Absorber: ref("a")}}}}},
+		"split NaN":               {Wave: 1, Op: &pb.Balance_RemoteLock{RemoteLock: &pb.RemoteLock{End: ref("e"), M: ref("m"), Migrants: []*pb.NodeRef{ref("s")}, Splits: []*pb.SplitPlan{{Absorber: ref("a"), GiveUp: math.NaN()}}}}},
+		"keeps not one a migrant": {Wave: 1, Op: &pb.Balance_RemoteReply{RemoteReply: &pb.RemoteReply{M: ref("m"), Migrants: []*pb.NodeRef{ref("s")}, MigrantKeep: []float64{57, 57}}}},
+		"keep zero":               {Wave: 1, Op: &pb.Balance_RemoteLock{RemoteLock: &pb.RemoteLock{End: ref("e"), M: ref("m"), Migrants: []*pb.NodeRef{ref("s")}, MigrantKeep: []float64{0}}}},
+		"keep NaN":                {Wave: 1, Op: &pb.Balance_RemoteReply{RemoteReply: &pb.RemoteReply{M: ref("m"), Migrants: []*pb.NodeRef{ref("s")}, MigrantKeep: []float64{math.NaN()}}}},
+		"split no absorber":       {Wave: 1, Op: &pb.Balance_MigOrder{MigOrder: &pb.MigOrder{Target: ref("e"), GiveUp: 5, GiveUpMax: 9}}},
+		"split inf max":           {Wave: 1, Op: &pb.Balance_MigOrder{MigOrder: &pb.MigOrder{Target: ref("e"), Absorber: ref("a"), GiveUp: 5, GiveUpMax: math.Inf(1)}}},
+		"probe negative":          {Wave: 1, Op: &pb.Balance_Probe{Probe: &pb.Probe{Load: -1}}},
+		"reply inf":               {Wave: 1, Op: &pb.Balance_ProbeReply{ProbeReply: &pb.ProbeReply{Load: math.Inf(1)}}},
+		"offer no step":           {Wave: 1, Op: &pb.Balance_IbOffer{IbOffer: &pb.IBOffer{Heavy: ref("h")}}},
+		"offer no heavy":          {Wave: 1, Op: &pb.Balance_IbOffer{IbOffer: &pb.IBOffer{Step: pb.IBStep_IB_LIGHT}}},
 	}
 	for name, m := range bad {
 		if err := Validate(m); err == nil {
@@ -177,10 +180,23 @@ func TestCutPieces(t *testing.T) {
 		{"the last key is never handed out", []float64{10, 10, 10}, 100, 57, 1, nil},
 		{"one key above keep makes a piece alone", []float64{5, 80, 5, 5, 5}, 50, 57, 3, []int{0, 1}},
 	} {
-		got := cutPieces(c.loads, c.share, c.keep, c.r)
+		shares, keeps := make([]float64, c.r), make([]float64, c.r)
+		for i := range shares {
+			shares[i], keeps[i] = c.share, c.keep
+		}
+		got := cutPieces(c.loads, shares, keeps)
 		if fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("%s: cutPieces = %v, want %v", c.name, got, c.want)
 		}
+	}
+	// Heterogeneous migrants: the first aims at 20 and may carry 28.5 (thres 30), the second at
+	// 60 under 85.5 (thres 90): keys 0–1, then 2–7.
+	if got := cutPieces(tens, []float64{20, 60}, []float64{28.5, 85.5}); fmt.Sprint(got) != "[1 7]" {
+		t.Errorf("mixed shares: cutPieces = %v, want [1 7]", got)
+	}
+	// A share over a small migrant's keep is cut at its keep, and the next aims at its own share.
+	if got := cutPieces(tens, []float64{50, 30}, []float64{28.5, 85.5}); fmt.Sprint(got) != "[1 4]" {
+		t.Errorf("capped small migrant: cutPieces = %v, want [1 4]", got)
 	}
 }
 

@@ -3440,9 +3440,13 @@ type RemoteLock struct {
 	// (acc_load, which counts it, is over m_thres): the receiver is asked to take the top of that
 	// migrant's range, of last_load, before the migrant leaves the rest (a split leave). The
 	// receiver may then take the next migrants' ranges in turn.
-	Absorb        bool         `protobuf:"varint,8,opt,name=absorb,proto3" json:"absorb,omitempty"`
-	LastLoad      float64      `protobuf:"fixed64,9,opt,name=last_load,json=lastLoad,proto3" json:"last_load,omitempty"`
-	Splits        []*SplitPlan `protobuf:"bytes,10,rep,name=splits,proto3" json:"splits,omitempty"` // the split leaves planned so far
+	Absorb   bool         `protobuf:"varint,8,opt,name=absorb,proto3" json:"absorb,omitempty"`
+	LastLoad float64      `protobuf:"fixed64,9,opt,name=last_load,json=lastLoad,proto3" json:"last_load,omitempty"`
+	Splits   []*SplitPlan `protobuf:"bytes,10,rep,name=splits,proto3" json:"splits,omitempty"` // the split leaves planned so far
+	// migrant_keep, when not empty, holds each reserved migrant's keep (its thres less its
+	// headroom), in the order of migrants: with heterogeneous nodes the end node gives each
+	// migrant a share in proportion to it and never a piece above it.
+	MigrantKeep   []float64 `protobuf:"fixed64,11,rep,packed,name=migrant_keep,json=migrantKeep,proto3" json:"migrant_keep,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3547,13 +3551,21 @@ func (x *RemoteLock) GetSplits() []*SplitPlan {
 	return nil
 }
 
+func (x *RemoteLock) GetMigrantKeep() []float64 {
+	if x != nil {
+		return x.MigrantKeep
+	}
+	return nil
+}
+
 // RemoteReply tells the end node which remote nodes the remote wave reserved (none: refused).
 type RemoteReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	M             *NodeRef               `protobuf:"bytes,1,opt,name=m,proto3" json:"m,omitempty"`
 	Migrants      []*NodeRef             `protobuf:"bytes,2,rep,name=migrants,proto3" json:"migrants,omitempty"`
 	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
-	Splits        []*SplitPlan           `protobuf:"bytes,7,rep,name=splits,proto3" json:"splits,omitempty"` // the migrants whose leaves are split, and their absorbers
+	Splits        []*SplitPlan           `protobuf:"bytes,7,rep,name=splits,proto3" json:"splits,omitempty"`                                       // the migrants whose leaves are split, and their absorbers
+	MigrantKeep   []float64              `protobuf:"fixed64,8,rep,packed,name=migrant_keep,json=migrantKeep,proto3" json:"migrant_keep,omitempty"` // as RemoteLock.migrant_keep
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3612,6 +3624,13 @@ func (x *RemoteReply) GetReason() string {
 func (x *RemoteReply) GetSplits() []*SplitPlan {
 	if x != nil {
 		return x.Splits
+	}
+	return nil
+}
+
+func (x *RemoteReply) GetMigrantKeep() []float64 {
+	if x != nil {
+		return x.MigrantKeep
 	}
 	return nil
 }
@@ -4438,7 +4457,7 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\amigrant\x18\x01 \x01(\rR\amigrant\x126\n" +
 	"\babsorber\x18\x02 \x01(\v2\x1a.skiprange.overlay.NodeRefR\babsorber\x12\x17\n" +
 	"\agive_up\x18\x03 \x01(\x01R\x06giveUp\x12\x1e\n" +
-	"\vgive_up_max\x18\x04 \x01(\x01R\tgiveUpMax\"\xec\x02\n" +
+	"\vgive_up_max\x18\x04 \x01(\x01R\tgiveUpMax\"\x8f\x03\n" +
 	"\n" +
 	"RemoteLock\x12,\n" +
 	"\x03end\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x03end\x12\x12\n" +
@@ -4451,12 +4470,14 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x06absorb\x18\b \x01(\bR\x06absorb\x12\x1b\n" +
 	"\tlast_load\x18\t \x01(\x01R\blastLoad\x124\n" +
 	"\x06splits\x18\n" +
-	" \x03(\v2\x1c.skiprange.overlay.SplitPlanR\x06splits\"\xcf\x01\n" +
+	" \x03(\v2\x1c.skiprange.overlay.SplitPlanR\x06splits\x12!\n" +
+	"\fmigrant_keep\x18\v \x03(\x01R\vmigrantKeep\"\xf2\x01\n" +
 	"\vRemoteReply\x12(\n" +
 	"\x01m\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x01m\x126\n" +
 	"\bmigrants\x18\x02 \x03(\v2\x1a.skiprange.overlay.NodeRefR\bmigrants\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x124\n" +
-	"\x06splits\x18\a \x03(\v2\x1c.skiprange.overlay.SplitPlanR\x06splitsJ\x04\b\x04\x10\x05J\x04\b\x05\x10\x06J\x04\b\x06\x10\a\"\xdb\x01\n" +
+	"\x06splits\x18\a \x03(\v2\x1c.skiprange.overlay.SplitPlanR\x06splits\x12!\n" +
+	"\fmigrant_keep\x18\b \x03(\x01R\vmigrantKeepJ\x04\b\x04\x10\x05J\x04\b\x05\x10\x06J\x04\b\x06\x10\a\"\xdb\x01\n" +
 	"\bMigOrder\x122\n" +
 	"\x06target\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x06target\x12\x14\n" +
 	"\x05split\x18\x02 \x01(\fR\x05split\x12\x14\n" +
