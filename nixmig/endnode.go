@@ -200,12 +200,12 @@ func (b *Balancer) onRemoteLock(from overlay.Peer, wave uint64, r *pb.RemoteLock
 		}
 		b.lockFor(wave, roleMigrant, lease)
 		b.send(succ.ID, wave, &pb.RemoteLock{End: r.End, Want: r.Want, AccLoad: r.AccLoad + l, MThres: r.MThres, M: r.M,
-			Migrants: append(r.Migrants, b.sg.Self().ToPB()), MigrantKeep: b.withOwnKeep(r.MigrantKeep),
+			Migrants: append(r.Migrants, b.sg.Self().ToPB()), MigrantKeep: b.withOwnKeep(r.MigrantKeep, len(r.Migrants)),
 			AccItems: r.AccItems + items, Absorb: true, LastLoad: l, Splits: r.Splits})
 		return
 	}
 	b.lockFor(wave, roleMigrant, lease)
-	migrants, keeps := append(r.Migrants, b.sg.Self().ToPB()), b.withOwnKeep(r.MigrantKeep)
+	migrants, keeps := append(r.Migrants, b.sg.Self().ToPB()), b.withOwnKeep(r.MigrantKeep, len(r.Migrants))
 	if len(migrants) >= int(r.Want) || lastOne {
 		b.send(end, wave, &pb.RemoteReply{M: r.M, Migrants: migrants, Splits: r.Splits, MigrantKeep: keeps})
 		return
@@ -215,8 +215,12 @@ func (b *Balancer) onRemoteLock(from overlay.Peer, wave uint64, r *pb.RemoteLock
 }
 
 // withOwnKeep returns the keeps of the migrants reserved so far (RemoteLock.migrant_keep) with
-// this node's appended, as it reserves itself; nil when the wave's earlier nodes sent none.
-func (b *Balancer) withOwnKeep(keeps []float64) []float64 {
+// this node's appended, as it reserves itself behind them; nil when a node before it sent none
+// (a node of an older version), so that the list stays one keep a migrant or empty.
+func (b *Balancer) withOwnKeep(keeps []float64, migrants int) []float64 {
+	if len(keeps) != migrants {
+		return nil
+	}
 	return append(slices.Clip(keeps), b.cfg.Keep())
 }
 

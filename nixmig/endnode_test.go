@@ -417,6 +417,14 @@ func TestMigSharesFollowTheMigrantsKeeps(t *testing.T) {
 			}
 		}
 	}
+	// A migrant reserving itself appends its keep, unless a node before it (an older version)
+	// sent none: then the list stays empty rather than shorter than the migrants.
+	if got := b.withOwnKeep([]float64{28.5}, 1); len(got) != 2 || got[1] != own {
+		t.Errorf("withOwnKeep after one keep = %v", got)
+	}
+	if got := b.withOwnKeep(nil, 1); got != nil {
+		t.Errorf("withOwnKeep after a migrant without keep = %v, want none", got)
+	}
 	faithful := DefaultConfig()
 	faithful.FaithfulMigShare = true
 	_, fb := loneNode(t, "f", store.NewMemory(), faithful)
