@@ -256,27 +256,17 @@ func (p BalanceParams) nodeConfigs() func(int) node.Config {
 	}
 }
 
-// keysAndLoads returns the run's keys in order and each key's load (requests per second).
-func (p BalanceParams) keysAndLoads() ([]overlay.Key, []float64) {
-	var keys []overlay.Key
-	if p.Words != nil {
-		keys = p.Words.Keys()
-	} else {
-		keys = make([]overlay.Key, p.Keys)
-		for i := range keys {
-			keys[i] = overlay.Uint64Key(uint64(i))
-		}
-	}
+// keyLoads returns each key's load (requests per second), by key index.
+func (p BalanceParams) keyLoads() []float64 {
 	if p.Workload != nil {
-		return keys, p.Workload.KeyLoads(p.Rate, p.Warmup.Seconds())
+		return p.Workload.KeyLoads(p.Rate, p.Warmup.Seconds())
 	}
-	return keys, p.Words.KeyLoads(p.Rate, p.PrefixLen)
+	return p.Words.KeyLoads(p.Rate, p.PrefixLen)
 }
 
 // Feasibility reports whether the workload can be balanced with every node under its thres.
 func (p BalanceParams) Feasibility() workload.Feasibility {
-	_, loads := p.keysAndLoads()
-	return workload.CheckFeasibility(loads, p.NodeThresholds())
+	return workload.CheckFeasibility(p.keyLoads(), p.NodeThresholds())
 }
 
 // RunBalance runs one balancing experiment. progress, when not nil, hears the virtual time.
@@ -299,7 +289,16 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 	res := &BalanceResult{Algorithm: p.Net.Node.Balance.Algorithm.String(), Seed: p.Seed, QueryModel: p.Queries.String()}
 
 	// The items, and where node i starts: evenly spaced, so every node begins with Keys/Nodes.
-	keys, keyLoads := p.keysAndLoads()
+	var keys []overlay.Key
+	if p.Words != nil {
+		keys = p.Words.Keys()
+	} else {
+		keys = make([]overlay.Key, p.Keys)
+		for i := range keys {
+			keys[i] = overlay.Uint64Key(uint64(i))
+		}
+	}
+	keyLoads := p.keyLoads()
 	if len(keys) < p.Nodes {
 		return nil, fmt.Errorf("%d keys cannot be spread over %d nodes", len(keys), p.Nodes)
 	}

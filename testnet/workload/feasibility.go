@@ -23,24 +23,27 @@ import (
 // workload and eleven in another. Twelve make 60, which is not under thres (and a measured load
 // would sit on the line, over it half the time).
 func MinNodes(loads []float64, thres float64) (nodes int, feasible bool) {
-	nodes, feasible = 1, true
+	return pack(loads, func(int) float64 { return thres })
+}
+
+// pack cuts the keys in order into contiguous pieces, the p-th (from 1) extended while its load
+// stays below capOf(p)·(1 − 10⁻⁹) (see MinNodes), and returns how many pieces it took and
+// whether every key alone is below the cap of its piece.
+func pack(loads []float64, capOf func(piece int) float64) (pieces int, keysFit bool) {
+	pieces, keysFit = 1, true
 	cur := 0.0
-	under := thres * (1 - underMargin)
 	for i, l := range loads {
-		if !(l < thres) { // also catches NaN
-			feasible = false
-		}
-		if i > 0 && !(cur+l < under) {
-			nodes++
+		if i > 0 && !(cur+l < capOf(pieces)*(1-1e-9)) {
+			pieces++
 			cur = 0
+		}
+		if !(l < capOf(pieces)) { // also catches NaN
+			keysFit = false
 		}
 		cur += l
 	}
-	return nodes, feasible
+	return pieces, keysFit
 }
-
-// underMargin: a piece counts as under thres only below thres·(1 − underMargin) (see MinNodes).
-const underMargin = 1e-9
 
 // Feasibility is a workload's feasibility report (SPEC §12): whether the per-key loads can be
 // balanced with every node under its own thres, and with how many nodes.
@@ -88,19 +91,8 @@ func CheckFeasibility(loads, thresholds []float64) Feasibility {
 		f.SumThres += t
 	}
 	// Pieces beyond the last node are counted at the lowest thres: how many more would be needed.
-	capOf := func(piece int) float64 { return caps[min(piece, len(caps))-1] }
-	keysFit, cur := true, 0.0
-	f.MinNodes = 1
-	for i, l := range loads {
-		if i > 0 && !(cur+l < capOf(f.MinNodes)*(1-underMargin)) {
-			f.MinNodes++
-			cur = 0
-		}
-		if !(l < capOf(f.MinNodes)) { // also catches NaN
-			keysFit = false
-		}
-		cur += l
-	}
+	var keysFit bool
+	f.MinNodes, keysFit = pack(loads, func(piece int) float64 { return caps[min(piece, len(caps))-1] })
 	f.Feasible = keysFit && f.MinNodes <= len(caps)
 	f.Decided = f.Feasible || f.MinThres == f.MaxThres || !(f.MaxKeyLoad < f.MaxThres) || !(f.TotalLoad < f.SumThres)
 	return f
