@@ -4,6 +4,9 @@ package overlay
 type Item struct {
 	Key   Key
 	Value []byte
+	// Deleted marks a delete in a batch write between nodes (Value empty): a re-admission's
+	// deletes go with its items. Stores never see one.
+	Deleted bool
 }
 
 // Store is the ordered key-value store a node keeps its items in. Implementations: an in-memory

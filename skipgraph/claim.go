@@ -160,7 +160,14 @@ func (n *Node) readmit(x overlay.Peer, keepExisting bool, why string) {
 	n.levels[0].succ = x
 	n.succList = n.trimSuccList(append([]overlay.Peer{x}, n.succList...))
 	n.maintain.former = nil // not alone any more
-	n.lost.remove(piece)    // x still has its items
+	if !keepExisting {
+		// Our claim won: the keys deleted here while x was taken for dead go as deletes, after
+		// which x holds no copy older than ours (tombstone.go).
+		for _, t := range n.tombs.within(piece) {
+			items = append(items, overlay.Item{Key: overlay.Key(t.Key), Deleted: true})
+		}
+	}
+	n.forgetLost(piece) // x still has its items
 	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.ID, Range: piece, Items: len(items),
 		Detail: fmt.Sprintf("overlapping claims: %s; re-admitted, %d items held here sent (keep existing: %t)", why, len(items), keepExisting)})
 	n.pushCopies(items, keepExisting, "", "re-admission")
@@ -172,7 +179,11 @@ func (n *Node) readmit(x overlay.Peer, keepExisting bool, why string) {
 // still find, the others the tick writes out again (strays). With keepExisting the owners' own
 // values stand. A node outside the ring sends them through via, a live node.
 func (n *Node) pushCopies(items []overlay.Item, keepExisting bool, via overlay.NodeID, why string) {
-	n.Stats.WrittenOut += len(items)
+	for _, it := range items {
+		if !it.Deleted {
+			n.Stats.WrittenOut++
+		}
+	}
 	for len(items) > 0 {
 		batch := items[:min(len(items), n.cfg.MaxItemsPerMessage)]
 		items = items[len(batch):]

@@ -86,7 +86,11 @@ func (n *Node) putBatch(items []overlay.Item, keepExisting bool, via overlay.Nod
 		return id
 	}
 	for _, it := range items {
-		if err := n.checkItem(it.Key, it.Value); err != nil {
+		err := n.checkItem(it.Key, it.Value)
+		if err == nil && it.Deleted && len(it.Value) > 0 {
+			err = fmt.Errorf("a delete of %x carries a value", it.Key)
+		}
+		if err != nil {
 			n.failNow(req, pb.Status_STATUS_INVALID, err)
 			return id
 		}
@@ -107,7 +111,14 @@ func (n *Node) sendBatch(req *request, sorted []overlay.Item) {
 	req.issue = func() {
 		b := &pb.BatchPut{
 			ReqId: req.id, Origin: n.selfRef, Route: &pb.Route{Key: []byte(sorted[0].Key)},
-			Items: overlay.ItemsToPB(sorted), KeepExisting: req.keepExisting,
+			KeepExisting: req.keepExisting,
+		}
+		for _, it := range sorted {
+			if it.Deleted {
+				b.Deletes = append(b.Deletes, []byte(it.Key))
+			} else {
+				b.Items = append(b.Items, &pb.Item{Key: []byte(it.Key), Value: it.Value})
+			}
 		}
 		if req.via != "" {
 			n.send(req.via, &pb.Envelope{Body: &pb.Envelope_BatchPut{BatchPut: b}}, pb.Cause_CAUSE_CLIENT)
@@ -288,17 +299,19 @@ func (n *Node) onLookup(e *pb.Envelope, m *pb.Lookup) {
 			if n.obs != nil {
 				n.obs.Served(key)
 			}
-		case n.lost.contains(key):
+		case n.lost.contains(key) && !n.tombs.has(key):
 			reply.Status, reply.Error = pb.Status_STATUS_LOST, "the key lies in a range whose holder failed; it may have existed"
 		default:
 			reply.Status = pb.Status_STATUS_NOT_FOUND
 		}
 	case pb.Op_OP_PUT:
 		if err = n.store.Put(key, m.Value); err == nil {
+			n.written(key)
 			n.forwardWrite(overlay.Item{Key: key, Value: m.Value}, false)
 		}
 	case pb.Op_OP_DELETE:
 		if err = n.store.Delete(key); err == nil {
+			n.deleted(key)
 			n.forwardWrite(overlay.Item{Key: key}, true)
 		}
 	case pb.Op_OP_FIND:
@@ -396,40 +409,70 @@ func (n *Node) onBatchPut(b *pb.BatchPut) {
 	if !n.route(&pb.Envelope{Body: &pb.Envelope_BatchPut{BatchPut: b}}, b.Route, drop) {
 		return
 	}
-	mine, rest := n.Range(), b.Items[:0]
+	mine, rest, restDeletes := n.Range(), b.Items[:0], b.Deletes[:0]
 	var local []overlay.Item
-	for _, it := range b.Items {
-		if mine.Contains(overlay.Key(it.Key)) {
-			if b.KeepExisting {
-				if _, found, _ := n.store.Get(overlay.Key(it.Key)); found {
-					b.Stored++ // handled: the value here stands
-					continue
-				}
-			}
-			local = append(local, overlay.Item{Key: overlay.Key(it.Key), Value: it.Value})
+	var deletes []overlay.Key
+	for _, k := range b.Deletes {
+		if mine.Contains(overlay.Key(k)) {
+			deletes = append(deletes, overlay.Key(k))
 		} else {
-			rest = append(rest, it)
+			restDeletes = append(restDeletes, k)
 		}
 	}
-	if err := n.store.PutBatch(local, false); err != nil {
+	for _, it := range b.Items {
+		key := overlay.Key(it.Key)
+		switch {
+		case !mine.Contains(key):
+			rest = append(rest, it)
+		case b.KeepExisting && n.tombs.has(key):
+			b.Stored++ // handled: the key was deleted here after this copy was made
+		case b.KeepExisting:
+			if _, found, _ := n.store.Get(key); found {
+				b.Stored++ // handled: the value here stands
+				continue
+			}
+			local = append(local, overlay.Item{Key: key, Value: it.Value})
+		default:
+			local = append(local, overlay.Item{Key: key, Value: it.Value})
+		}
+	}
+	err := n.store.PutBatch(local, false)
+	for _, k := range deletes {
+		if err == nil {
+			err = n.store.Delete(k)
+		}
+	}
+	if err != nil {
 		n.replyTo(b.Origin, &pb.Envelope{Body: &pb.Envelope_BatchPutReply{BatchPutReply: &pb.BatchPutReply{
 			ReqId: b.ReqId, Status: pb.Status_STATUS_ERROR, Stored: b.Stored, Hops: b.Route.Hops,
 		}}})
 		return
 	}
 	for _, it := range local {
+		n.written(it.Key)
 		n.forwardWrite(it, false)
 	}
-	b.Stored += uint32(len(local))
-	b.Items = rest
-	if len(rest) == 0 {
+	for _, k := range deletes {
+		n.deleted(k)
+		n.forwardWrite(overlay.Item{Key: k}, true)
+	}
+	b.Stored += uint32(len(local) + len(deletes))
+	b.Items, b.Deletes = rest, restDeletes
+	if len(rest) == 0 && len(restDeletes) == 0 {
 		n.replyTo(b.Origin, &pb.Envelope{Body: &pb.Envelope_BatchPutReply{BatchPutReply: &pb.BatchPutReply{
 			ReqId: b.ReqId, Stored: b.Stored, Hops: b.Route.Hops,
 		}}})
 		return
 	}
 	b.Walking = true
-	b.Route.Key = rest[0].Key
+	switch { // the smallest key left, as the batch went out
+	case len(rest) == 0:
+		b.Route.Key = restDeletes[0]
+	case len(restDeletes) == 0 || string(rest[0].Key) < string(restDeletes[0]):
+		b.Route.Key = rest[0].Key
+	default:
+		b.Route.Key = restDeletes[0]
+	}
 	b.Route.HasPrev, b.Route.WalkCcw = false, false
 	n.onBatchPut(b)
 }

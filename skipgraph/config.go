@@ -45,6 +45,11 @@ type Config struct {
 	// MaxKeyLoads bounds the per-key load statistics one handoff commit carries. A piece with
 	// more loaded keys sends the heaviest; the others' statistics start afresh at the receiver.
 	MaxKeyLoads int
+	// TombstoneTTL is how long a delete made in a lost part of the range is remembered, and
+	// MaxTombstones how many such deletes are (the oldest go first): longer than the longest
+	// outage whose copies may come back (tombstone.go).
+	TombstoneTTL  time.Duration
+	MaxTombstones int
 }
 
 // DefaultConfig returns the default parameters.
@@ -68,6 +73,8 @@ func DefaultConfig() Config {
 		MaxValueLen:        1 << 20,
 		MaxItemsPerMessage: 100_000,
 		MaxKeyLoads:        100_000,
+		TombstoneTTL:       24 * time.Hour,
+		MaxTombstones:      100_000,
 	}
 }
 
@@ -96,6 +103,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("key and value limits must be positive")
 	case c.MaxKeyLoads < 0:
 		return fmt.Errorf("max key loads must not be negative")
+	case c.TombstoneTTL <= 0 || c.MaxTombstones < 1:
+		return fmt.Errorf("tombstone lifetime must be positive and max tombstones at least 1")
 	}
 	return nil
 }

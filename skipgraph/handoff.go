@@ -64,11 +64,12 @@ type inXfer struct {
 	pred     overlay.Peer // a joiner below its giver: its new level-0 predecessor
 	succ     overlay.Peer
 	succList []overlay.Peer
-	lost     []overlay.Range        // parts of the piece lost with failed nodes
-	early    map[uint32]*pb.Handoff // chunks that arrived ahead of their turn
-	next     uint32                 // next chunk to apply
-	checked  uint32                 // next as of the last retry timer (progress check)
-	lastSeen bool                   // the chunk marked last has been applied
+	lost     []overlay.Range           // parts of the piece lost with failed nodes
+	tombs    map[overlay.Key]time.Time // keys deleted in those parts
+	early    map[uint32]*pb.Handoff    // chunks that arrived ahead of their turn
+	next     uint32                    // next chunk to apply
+	checked  uint32                    // next as of the last retry timer (progress check)
+	lastSeen bool                      // the chunk marked last has been applied
 	acked    bool
 	commit   int // chunk count announced by the commit, -1 before it
 	loads    []*pb.KeyLoad
@@ -150,11 +151,19 @@ func (n *Node) give(kind pb.HandoffKind, cause pb.Cause, to overlay.Peer, piece 
 	if len(chunk) > 0 || len(chunks) == 0 {
 		chunks = append(chunks, chunk)
 	}
+	// The tombstones go ChunkItems to a chunk, in chunks of their own past the items if need be.
+	tombs := n.tombs.within(piece)
+	for len(chunks)*n.cfg.ChunkItems < len(tombs) {
+		chunks = append(chunks, nil)
+	}
 	n.out = x
 	for i, c := range chunks {
 		h := &pb.Handoff{
 			XferId: x.id, Kind: kind, Start: []byte(piece.Start), End: []byte(piece.End),
 			Items: overlay.ItemsToPB(c), Seq: uint32(i), Last: i == len(chunks)-1,
+		}
+		if from := i * n.cfg.ChunkItems; from < len(tombs) {
+			h.Tombstones = tombs[from:min(len(tombs), from+n.cfg.ChunkItems)]
 		}
 		if i == 0 {
 			for _, r := range n.lost.within(piece) {
@@ -229,7 +238,7 @@ func (n *Node) onHandoffAck(from overlay.Peer, a *pb.HandoffAck) {
 	if x.cause == pb.Cause_CAUSE_BALANCE {
 		n.Stats.BalanceItemsOut[x.kind] += x.items
 	}
-	n.lost.remove(x.piece) // what was lost there is the receiver's to report now
+	n.forgetLost(x.piece) // what was lost there is the receiver's to report now
 	if n.obs != nil {
 		x.loads = heaviest(n.obs.PieceLeaving(x.piece), n.cfg.MaxKeyLoads)
 	}
@@ -389,6 +398,7 @@ func (n *Node) applyChunk(x *inXfer, c *pb.Handoff) error {
 		for _, r := range c.Lost {
 			x.lost = append(x.lost, overlay.Range{Start: overlay.Key(r.Start), End: overlay.Key(r.End)})
 		}
+		x.tombs = map[overlay.Key]time.Time{}
 		x.succ, x.pred = overlay.Peer{}, overlay.Peer{}
 		if c.Succ != nil {
 			x.succ = overlay.PeerFromPB(c.Succ)
@@ -409,10 +419,18 @@ func (n *Node) applyChunk(x *inXfer, c *pb.Handoff) error {
 	}
 	for _, it := range c.Items {
 		x.received = append(x.received, overlay.Key(it.Key))
+		delete(x.tombs, overlay.Key(it.Key)) // written at the giver after its tombstone went
+	}
+	for _, t := range c.Tombstones {
+		k, at := tombstoneFromPB(t)
+		x.tombs[k] = at
 	}
 	for _, k := range c.Deletes {
 		if err := n.store.Delete(overlay.Key(k)); err != nil {
 			return err
+		}
+		if lostSet(x.lost).contains(overlay.Key(k)) {
+			x.tombs[overlay.Key(k)] = n.env.Now()
 		}
 	}
 	return nil
@@ -481,9 +499,7 @@ func (n *Node) commitIn(x *inXfer) {
 	defer n.becameIdle()
 	n.in = nil
 	n.Stats.HandoffsIn++
-	for _, r := range x.lost {
-		n.lost.add(r)
-	}
+	n.takeLost(x)
 	n.send(x.from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffCommitAck{HandoffCommitAck: &pb.HandoffCommitAck{XferId: x.id}}}, x.cause)
 	switch x.kind {
 	case pb.HandoffKind_HANDOFF_JOIN, pb.HandoffKind_HANDOFF_JOIN_BELOW:
@@ -565,14 +581,23 @@ func (n *Node) adoptFromDead(dead overlay.NodeID) (overlay.Range, bool) {
 func (n *Node) keepPiece(x *inXfer) {
 	n.in = nil
 	n.Stats.HandoffsIn++
-	for _, r := range x.lost {
-		n.lost.add(r)
-	}
+	n.takeLost(x)
 	if n.obs != nil {
 		n.obs.PieceArrived(x.piece, x.loads)
 	}
 	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.from.ID, Range: x.piece,
 		Detail: "giver died after this node acknowledged its piece; the piece is kept"})
+}
+
+// takeLost makes the lost parts of x's piece, and their tombstones, this node's own.
+func (n *Node) takeLost(x *inXfer) {
+	for _, r := range x.lost {
+		n.lost.add(r)
+	}
+	for k, at := range x.tombs {
+		n.tombs.set(k, at)
+	}
+	n.evictTombstones()
 }
 
 // ackedFromBelow returns the incoming piece this node acknowledged from its level-0

@@ -238,6 +238,7 @@ func (n *Node) onTick() {
 		return // the wait ran out and the node is joining again: it has no links to probe
 	}
 	n.maintain.ticks++
+	n.expireTombstones()
 	n.maintain.lastTick = n.env.Now()
 	if n.strays {
 		n.pushStrays()
@@ -860,7 +861,7 @@ func (n *Node) linksFailed(id overlay.NodeID, keep uint64) {
 			n.rangeLost(lost, id, items)
 			n.rememberCutOff(dead)
 			if didAdopt {
-				n.lost.remove(adopted)
+				n.forgetLost(adopted)
 			}
 		}
 		if s := n.levels[0].succ; s.ID != n.self.ID {

@@ -71,6 +71,8 @@ type Node struct {
 	unreachable []unreachablePeer
 
 	lost lostSet // parts of the range whose items were lost with failed nodes
+	// tombs are the keys deleted in the lost parts (tombstone.go).
+	tombs tombstones
 
 	out        *outXfer            // the handoff this node gives, until it flips
 	committing map[uint64]*outXfer // flipped handoffs waiting for their commit's confirmation
@@ -134,10 +136,13 @@ type Stats struct {
 	Vouched int
 	// WrittenOut counts copies this node held but did not own any more that it wrote to their
 	// owners (pushCopies: re-admissions, joining again, handoffs never settled).
-	WrittenOut  int
-	HandoffsOut int            // handoffs this node gave, flipped
-	HandoffsIn  int            // handoffs this node received, committed
-	ItemsOut    [NumCauses]int // items given in flipped handoffs, by the cause they served
+	WrittenOut int
+	// TombstonesEvicted counts tombstones dropped beyond MaxTombstones: each of those keys may
+	// come back from an older copy.
+	TombstonesEvicted int
+	HandoffsOut       int            // handoffs this node gave, flipped
+	HandoffsIn        int            // handoffs this node received, committed
+	ItemsOut          [NumCauses]int // items given in flipped handoffs, by the cause they served
 	// BalanceItemsOut splits ItemsOut[BALANCE] by pb.HandoffKind: NIX pieces, migrants' leaves,
 	// and (JOIN, JOIN_BELOW) the pieces migrants take from their targets, whose side SmartRNP
 	// chooses.

@@ -30,6 +30,7 @@ func (n *Node) Snapshot() *pb.NodeSnapshot {
 	for _, r := range n.lost {
 		s.Lost = append(s.Lost, &pb.KeyRange{Start: []byte(r.Start), End: []byte(r.End)})
 	}
+	s.Tombstones = n.tombs.all()
 	return s
 }
 
@@ -72,6 +73,11 @@ func (n *Node) Restore(s *pb.NodeSnapshot) error {
 	for _, r := range s.Lost {
 		n.lost.add(overlay.Range{Start: overlay.Key(r.Start), End: overlay.Key(r.End)})
 	}
+	n.tombs.clear()
+	for _, t := range s.Tombstones {
+		n.tombs.set(tombstoneFromPB(t))
+	}
+	n.evictTombstones()
 	n.refreshSelfRef()
 	n.state = StateActive
 	// The claim keeps the version it had: the range is the one it was stamped for.
@@ -218,6 +224,7 @@ func (n *Node) joinAgain(intro []overlay.NodeID, why string) {
 	}
 	pred, position := n.levels[0].pred.ID, n.self.Start
 	n.lost = nil
+	n.tombs.clear()
 	n.unconfirmedSince = time.Time{}
 	n.becomeNew()
 	// Once it owns nothing, every item it holds is a copy to write out (copiesIn).

@@ -51,11 +51,19 @@ func (n *Node) validate(m *pb.Envelope) error {
 		if err := n.checkRoute(b.BatchPut.Route); err != nil {
 			return err
 		}
-		if len(b.BatchPut.Items) == 0 {
+		if len(b.BatchPut.Items) == 0 && len(b.BatchPut.Deletes) == 0 {
 			return errors.New("empty batch")
 		}
 		if err := n.checkItems(b.BatchPut.Items); err != nil {
 			return err
+		}
+		if len(b.BatchPut.Items)+len(b.BatchPut.Deletes) > n.cfg.MaxItemsPerMessage {
+			return errors.New("too many items and deletes in a batch")
+		}
+		for _, k := range b.BatchPut.Deletes {
+			if len(k) > n.cfg.MaxKeyLen {
+				return errors.New("deleted key over the limit")
+			}
 		}
 		return n.checkRef(b.BatchPut.Origin)
 	case *pb.Envelope_JoinRequest:
@@ -82,6 +90,15 @@ func (n *Node) validate(m *pb.Envelope) error {
 		for _, r := range h.Lost {
 			if r == nil || len(r.Start) > n.cfg.MaxKeyLen || len(r.End) > n.cfg.MaxKeyLen {
 				return errors.New("lost range missing or over the key limit")
+			}
+		}
+		if len(h.Tombstones) > n.cfg.MaxItemsPerMessage {
+			return errors.New("too many tombstones")
+		}
+		piece := overlay.Range{Start: overlay.Key(h.Start), End: overlay.Key(h.End)}
+		for _, t := range h.Tombstones {
+			if t == nil || len(t.Key) > n.cfg.MaxKeyLen || !piece.Contains(overlay.Key(t.Key)) {
+				return errors.New("tombstone missing, over the key limit or outside the piece")
 			}
 		}
 		if h.Pred != nil {

@@ -172,6 +172,7 @@ func TestRenderStatus(t *testing.T) {
 	st.Algorithm = "nixmig"
 	st.OverThres = 15
 	st.Lost = []*pb.KeyRange{{Start: []byte("q"), End: []byte("r")}}
+	st.Tombstones = 3
 	st.Counters = map[string]uint64{"waves": 3, "nix": 12}
 	st.Levels = append(st.Levels, &pb.LevelLinks{Pred: r.Nodes[0].Status.Self, Succ: nil})
 	var b bytes.Buffer
@@ -180,7 +181,7 @@ func TestRenderStatus(t *testing.T) {
 	for _, want := range []string{
 		"node       " + r.Nodes[2].Peer.ID.String(), "state      active", "algorithm  nixmig",
 		`range      [p .. "")`, "items      300", "load       20.0 / thres 10.0 (over_thres 15.0)  * overloaded",
-		"lock       locked by wave 7", "lost       2 items in 1 range [q .. r)",
+		"lock       locked by wave 7", "lost       2 items in 1 range [q .. r)", "deleted    3 keys deleted in the lost ranges, remembered",
 		"level  pred", client.ShortID(r.Nodes[1].Peer.ID), "counters", "nix", "waves",
 	} {
 		if !strings.Contains(out, want) {
@@ -201,7 +202,7 @@ func TestRenderStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	var back jsonNode
-	if err := json.Unmarshal(doc, &back); err != nil || back.Range.StartHex != "70" || !back.Overloaded || back.Counters["nix"] != 12 {
+	if err := json.Unmarshal(doc, &back); err != nil || back.Range.StartHex != "70" || !back.Overloaded || back.Counters["nix"] != 12 || back.Tombstones != 3 {
 		t.Errorf("status JSON %s (%v)", doc, err)
 	}
 }

@@ -197,6 +197,7 @@ type jsonNode struct {
 	Levels     []jsonLevel       `json:"levels"`
 	Lost       []*jsonRange      `json:"lost,omitempty"`
 	LostItems  uint64            `json:"lost_items"`
+	Tombstones uint64            `json:"tombstones,omitempty"`
 	Counters   map[string]uint64 `json:"counters,omitempty"`
 }
 
@@ -215,6 +216,7 @@ func nodeJSON(st *pb.NodeStatus, hexMode bool) jsonNode {
 		LockWave:   st.GetLockWave(),
 		Levels:     []jsonLevel{},
 		LostItems:  st.GetLostItems(),
+		Tombstones: st.GetTombstones(),
 		Counters:   st.GetCounters(),
 	}
 	if r := refJSON(st.GetSelf()); r != nil {

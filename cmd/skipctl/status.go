@@ -21,8 +21,9 @@ func statusCmd() *command {
 		help: `Asks the entry node about itself (nothing is routed): its peer ID and addresses, life
 state, balancing algorithm, the key range it owns, its items, its load against its threshold
 (overloaded when load > thres), whether a balancing wave holds it locked, the ranges it knows
-lost with failed nodes, its neighbours on every level of the skip graph (level 0 is the ring)
-and its counters.
+lost with failed nodes (and how many keys deleted there it remembers, so that a node coming back
+with older copies does not bring them back), its neighbours on every level of the skip graph
+(level 0 is the ring) and its counters.
 
 Examples:
   skipctl status
@@ -93,6 +94,9 @@ func renderStatus(w io.Writer, st *pb.NodeStatus, hexMode bool) {
 		}
 		row("lost", "%d item%s in %d range%s %s", st.GetLostItems(), plural(int(st.GetLostItems())),
 			len(rs), plural(len(rs)), strings.Join(rs, " "))
+	}
+	if n := st.GetTombstones(); n > 0 {
+		row("deleted", "%d key%s deleted in the lost ranges, remembered", n, plural(int(n)))
 	}
 	if len(st.GetLevels()) == 0 {
 		row("levels", "none (not linked)")

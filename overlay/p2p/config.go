@@ -19,6 +19,9 @@ func DefaultNodeConfig() node.Config {
 	sg.ChunkItems = 256
 	sg.MaxItemsPerMessage = 400
 	sg.MaxKeyLoads = 16 << 10
+	// The snapshot holds every tombstone and is written again whenever one changes: bounded so
+	// that a burst of deletes in a lost range rewrites kilobytes, not megabytes, each.
+	sg.MaxTombstones = 10_000
 	sg.ProbeInterval = 2 * time.Second
 	sg.ProbeTimeout = 2 * time.Second
 	sg.RefreshInterval = 10 * time.Second

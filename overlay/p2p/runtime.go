@@ -111,8 +111,9 @@ type Runtime struct {
 	// Owned by the loop goroutine.
 	outbox    []outMsg
 	local     []outMsg // messages the node sent to itself, handled next
-	lastSnap  []byte
-	member    bool // memberMeta is written
+	lastSnap  []byte   // the snapshot last persisted, without its tombstones
+	lastTombs uint64   // and the node's tombstone version then
+	member    bool     // memberMeta is written
 	protected map[peer.ID]bool
 	learned   map[peer.ID]learnedAddrs // the addresses last learned for each peer, to skip repeats
 	waiters   map[uint64]chan overlay.Result
@@ -437,22 +438,38 @@ func (r *Runtime) persistSnapshot() {
 	if r.meta == nil {
 		return
 	}
-	var raw []byte
-	if s := r.node.Snapshot(); s != nil {
+	// Every step compares the snapshot without its tombstones, which can be many (deletes in
+	// lost parts) and change rarely: their version says when they did.
+	encode := proto.MarshalOptions{Deterministic: true}.Marshal
+	var raw, full []byte
+	tombs := r.node.TombstoneVersion()
+	s := r.node.Snapshot()
+	if s != nil {
 		var err error
-		if raw, err = (proto.MarshalOptions{Deterministic: true}).Marshal(s); err != nil {
+		all := s.Tombstones
+		s.Tombstones = nil
+		if raw, err = encode(s); err != nil {
+			r.log.Error("encode snapshot", zap.Error(err))
+			return
+		}
+		s.Tombstones = all
+	}
+	if string(raw) == string(r.lastSnap) && tombs == r.lastTombs {
+		return
+	}
+	full = raw
+	if s != nil && len(s.Tombstones) > 0 {
+		var err error
+		if full, err = encode(s); err != nil {
 			r.log.Error("encode snapshot", zap.Error(err))
 			return
 		}
 	}
-	if string(raw) == string(r.lastSnap) {
-		return
-	}
-	if err := r.meta.SetMeta(snapshotMeta, raw); err != nil {
+	if err := r.meta.SetMeta(snapshotMeta, full); err != nil {
 		r.log.Error("persist snapshot: a restart would not restore this node's place", zap.Error(err))
 		return
 	}
-	r.lastSnap = raw
+	r.lastSnap, r.lastTombs = raw, tombs
 }
 
 // wasMember reports whether this data directory's node has owned a range before (a seed that
@@ -483,8 +500,7 @@ func (r *Runtime) loadSnapshot() (*pb.NodeSnapshot, error) {
 	if err := proto.Unmarshal(raw, s); err != nil {
 		return nil, fmt.Errorf("snapshot is corrupt (remove the data directory to start as a new node): %w", err)
 	}
-	r.lastSnap = raw
-	return s, nil
+	return s, nil // lastSnap stays empty: the first step writes the snapshot again
 }
 
 // protectNeighbours keeps the connections to the node's neighbours on every level out of the

@@ -337,9 +337,12 @@ type NodeStatus struct {
 	Levels []*LevelLinks `protobuf:"bytes,10,rep,name=levels,proto3" json:"levels,omitempty"`
 	Lost   []*KeyRange   `protobuf:"bytes,11,rep,name=lost,proto3" json:"lost,omitempty"`
 	// lost_items counts items known to be lost with failed nodes in ranges this node took over.
-	LostItems     uint64            `protobuf:"varint,12,opt,name=lost_items,json=lostItems,proto3" json:"lost_items,omitempty"`
-	Counters      map[string]uint64 `protobuf:"bytes,13,rep,name=counters,proto3" json:"counters,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
-	Algorithm     string            `protobuf:"bytes,14,opt,name=algorithm,proto3" json:"algorithm,omitempty"`
+	LostItems uint64            `protobuf:"varint,12,opt,name=lost_items,json=lostItems,proto3" json:"lost_items,omitempty"`
+	Counters  map[string]uint64 `protobuf:"bytes,13,rep,name=counters,proto3" json:"counters,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	Algorithm string            `protobuf:"bytes,14,opt,name=algorithm,proto3" json:"algorithm,omitempty"`
+	// tombstones counts the keys deleted in those lost ranges, remembered so that the older
+	// copies of a node that comes back do not bring them back.
+	Tombstones    uint64 `protobuf:"varint,15,opt,name=tombstones,proto3" json:"tombstones,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -472,6 +475,13 @@ func (x *NodeStatus) GetAlgorithm() string {
 	return ""
 }
 
+func (x *NodeStatus) GetTombstones() uint64 {
+	if x != nil {
+		return x.Tombstones
+	}
+	return 0
+}
+
 var File_overlay_pb_client_proto protoreflect.FileDescriptor
 
 const file_overlay_pb_client_proto_rawDesc = "" +
@@ -500,7 +510,7 @@ const file_overlay_pb_client_proto_rawDesc = "" +
 	"\tserved_by\x18\n" +
 	" \x03(\fR\bservedBy\x12\x16\n" +
 	"\x06stored\x18\v \x01(\rR\x06stored\x121\n" +
-	"\x04node\x18\f \x01(\v2\x1d.skiprange.overlay.NodeStatusR\x04node\"\xc4\x04\n" +
+	"\x04node\x18\f \x01(\v2\x1d.skiprange.overlay.NodeStatusR\x04node\"\xe4\x04\n" +
 	"\n" +
 	"NodeStatus\x12.\n" +
 	"\x04self\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04self\x12\x14\n" +
@@ -519,7 +529,10 @@ const file_overlay_pb_client_proto_rawDesc = "" +
 	"\n" +
 	"lost_items\x18\f \x01(\x04R\tlostItems\x12G\n" +
 	"\bcounters\x18\r \x03(\v2+.skiprange.overlay.NodeStatus.CountersEntryR\bcounters\x12\x1c\n" +
-	"\talgorithm\x18\x0e \x01(\tR\talgorithm\x1a;\n" +
+	"\talgorithm\x18\x0e \x01(\tR\talgorithm\x12\x1e\n" +
+	"\n" +
+	"tombstones\x18\x0f \x01(\x04R\n" +
+	"tombstones\x1a;\n" +
 	"\rCountersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01*\xa4\x01\n" +

@@ -1136,7 +1136,11 @@ type BatchPut struct {
 	Walking bool                   `protobuf:"varint,6,opt,name=walking,proto3" json:"walking,omitempty"`
 	// keep_existing: store only the keys the owner does not hold yet. Sent by a node whose claim
 	// on an overlapping range was outranked: the owner's values stand, keys only it had are kept.
-	KeepExisting  bool `protobuf:"varint,7,opt,name=keep_existing,json=keepExisting,proto3" json:"keep_existing,omitempty"`
+	KeepExisting bool `protobuf:"varint,7,opt,name=keep_existing,json=keepExisting,proto3" json:"keep_existing,omitempty"`
+	// deletes: keys to delete at their owners, in key order. A re-admission sends with its items
+	// the deletes made while the range was held without them (tombstones); a node that does not
+	// know the field leaves those keys as they are, as before it existed.
+	Deletes       [][]byte `protobuf:"bytes,8,rep,name=deletes,proto3" json:"deletes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1218,6 +1222,13 @@ func (x *BatchPut) GetKeepExisting() bool {
 		return x.KeepExisting
 	}
 	return false
+}
+
+func (x *BatchPut) GetDeletes() [][]byte {
+	if x != nil {
+		return x.Deletes
+	}
+	return nil
 }
 
 type BatchPutReply struct {
@@ -1424,7 +1435,11 @@ type Handoff struct {
 	// Parts of the piece lost with failed nodes (first chunk): reads there answer STATUS_LOST.
 	Lost []*KeyRange `protobuf:"bytes,11,rep,name=lost,proto3" json:"lost,omitempty"`
 	// For a join below: the receiver's new level-0 predecessor.
-	Pred          *NodeRef `protobuf:"bytes,12,opt,name=pred,proto3" json:"pred,omitempty"`
+	Pred *NodeRef `protobuf:"bytes,12,opt,name=pred,proto3" json:"pred,omitempty"`
+	// Keys deleted in the lost parts of the piece (tombstones), spread over the chunks: the
+	// receiver keeps them with the lost parts, so that older copies of those keys written back
+	// later do not bring them back.
+	Tombstones    []*Tombstone `protobuf:"bytes,13,rep,name=tombstones,proto3" json:"tombstones,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1543,6 +1558,66 @@ func (x *Handoff) GetPred() *NodeRef {
 	return nil
 }
 
+func (x *Handoff) GetTombstones() []*Tombstone {
+	if x != nil {
+		return x.Tombstones
+	}
+	return nil
+}
+
+// Tombstone is a key deleted in a lost part of a node's range, and when.
+type Tombstone struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Key             []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	DeletedUnixNano int64                  `protobuf:"varint,2,opt,name=deleted_unix_nano,json=deletedUnixNano,proto3" json:"deleted_unix_nano,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *Tombstone) Reset() {
+	*x = Tombstone{}
+	mi := &file_overlay_pb_overlay_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Tombstone) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Tombstone) ProtoMessage() {}
+
+func (x *Tombstone) ProtoReflect() protoreflect.Message {
+	mi := &file_overlay_pb_overlay_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Tombstone.ProtoReflect.Descriptor instead.
+func (*Tombstone) Descriptor() ([]byte, []int) {
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *Tombstone) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *Tombstone) GetDeletedUnixNano() int64 {
+	if x != nil {
+		return x.DeletedUnixNano
+	}
+	return 0
+}
+
 // HandoffAck confirms that the receiver persisted chunks 0..upto (all of them, in order).
 type HandoffAck struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1554,7 +1629,7 @@ type HandoffAck struct {
 
 func (x *HandoffAck) Reset() {
 	*x = HandoffAck{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[14]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1566,7 +1641,7 @@ func (x *HandoffAck) String() string {
 func (*HandoffAck) ProtoMessage() {}
 
 func (x *HandoffAck) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[14]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1579,7 +1654,7 @@ func (x *HandoffAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffAck.ProtoReflect.Descriptor instead.
 func (*HandoffAck) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{14}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *HandoffAck) GetXferId() uint64 {
@@ -1611,7 +1686,7 @@ type HandoffCommit struct {
 
 func (x *HandoffCommit) Reset() {
 	*x = HandoffCommit{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[15]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1623,7 +1698,7 @@ func (x *HandoffCommit) String() string {
 func (*HandoffCommit) ProtoMessage() {}
 
 func (x *HandoffCommit) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[15]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1636,7 +1711,7 @@ func (x *HandoffCommit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffCommit.ProtoReflect.Descriptor instead.
 func (*HandoffCommit) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{15}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *HandoffCommit) GetXferId() uint64 {
@@ -1673,7 +1748,7 @@ type KeyLoad struct {
 
 func (x *KeyLoad) Reset() {
 	*x = KeyLoad{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[16]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1685,7 +1760,7 @@ func (x *KeyLoad) String() string {
 func (*KeyLoad) ProtoMessage() {}
 
 func (x *KeyLoad) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[16]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1698,7 +1773,7 @@ func (x *KeyLoad) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyLoad.ProtoReflect.Descriptor instead.
 func (*KeyLoad) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{16}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *KeyLoad) GetKey() []byte {
@@ -1731,7 +1806,7 @@ type HandoffCommitAck struct {
 
 func (x *HandoffCommitAck) Reset() {
 	*x = HandoffCommitAck{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[17]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1743,7 +1818,7 @@ func (x *HandoffCommitAck) String() string {
 func (*HandoffCommitAck) ProtoMessage() {}
 
 func (x *HandoffCommitAck) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[17]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1756,7 +1831,7 @@ func (x *HandoffCommitAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffCommitAck.ProtoReflect.Descriptor instead.
 func (*HandoffCommitAck) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{17}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *HandoffCommitAck) GetXferId() uint64 {
@@ -1778,7 +1853,7 @@ type HandoffAbort struct {
 
 func (x *HandoffAbort) Reset() {
 	*x = HandoffAbort{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[18]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1790,7 +1865,7 @@ func (x *HandoffAbort) String() string {
 func (*HandoffAbort) ProtoMessage() {}
 
 func (x *HandoffAbort) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[18]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1803,7 +1878,7 @@ func (x *HandoffAbort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffAbort.ProtoReflect.Descriptor instead.
 func (*HandoffAbort) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{18}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *HandoffAbort) GetXferId() uint64 {
@@ -1838,7 +1913,7 @@ type NeighborUpdate struct {
 
 func (x *NeighborUpdate) Reset() {
 	*x = NeighborUpdate{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[19]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1850,7 +1925,7 @@ func (x *NeighborUpdate) String() string {
 func (*NeighborUpdate) ProtoMessage() {}
 
 func (x *NeighborUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[19]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1863,7 +1938,7 @@ func (x *NeighborUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NeighborUpdate.ProtoReflect.Descriptor instead.
 func (*NeighborUpdate) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{19}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *NeighborUpdate) GetLevel() uint32 {
@@ -1918,7 +1993,7 @@ type LevelScan struct {
 
 func (x *LevelScan) Reset() {
 	*x = LevelScan{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[20]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1930,7 +2005,7 @@ func (x *LevelScan) String() string {
 func (*LevelScan) ProtoMessage() {}
 
 func (x *LevelScan) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[20]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1943,7 +2018,7 @@ func (x *LevelScan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LevelScan.ProtoReflect.Descriptor instead.
 func (*LevelScan) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{20}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *LevelScan) GetOrigin() *NodeRef {
@@ -1997,7 +2072,7 @@ type LevelFound struct {
 
 func (x *LevelFound) Reset() {
 	*x = LevelFound{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[21]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2009,7 +2084,7 @@ func (x *LevelFound) String() string {
 func (*LevelFound) ProtoMessage() {}
 
 func (x *LevelFound) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[21]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2022,7 +2097,7 @@ func (x *LevelFound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LevelFound.ProtoReflect.Descriptor instead.
 func (*LevelFound) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{21}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *LevelFound) GetLevel() uint32 {
@@ -2079,7 +2154,7 @@ type Ping struct {
 
 func (x *Ping) Reset() {
 	*x = Ping{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[22]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2091,7 +2166,7 @@ func (x *Ping) String() string {
 func (*Ping) ProtoMessage() {}
 
 func (x *Ping) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[22]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2104,7 +2179,7 @@ func (x *Ping) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ping.ProtoReflect.Descriptor instead.
 func (*Ping) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{22}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Ping) GetSeq() uint64 {
@@ -2166,7 +2241,7 @@ type Pong struct {
 
 func (x *Pong) Reset() {
 	*x = Pong{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[23]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2178,7 +2253,7 @@ func (x *Pong) String() string {
 func (*Pong) ProtoMessage() {}
 
 func (x *Pong) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[23]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2191,7 +2266,7 @@ func (x *Pong) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pong.ProtoReflect.Descriptor instead.
 func (*Pong) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{23}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Pong) GetSeq() uint64 {
@@ -2290,7 +2365,7 @@ type LinkTable struct {
 
 func (x *LinkTable) Reset() {
 	*x = LinkTable{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[24]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2302,7 +2377,7 @@ func (x *LinkTable) String() string {
 func (*LinkTable) ProtoMessage() {}
 
 func (x *LinkTable) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[24]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2315,7 +2390,7 @@ func (x *LinkTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkTable.ProtoReflect.Descriptor instead.
 func (*LinkTable) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{24}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *LinkTable) GetNode() *NodeRef {
@@ -2376,7 +2451,7 @@ type Envelope struct {
 
 func (x *Envelope) Reset() {
 	*x = Envelope{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[25]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2388,7 +2463,7 @@ func (x *Envelope) String() string {
 func (*Envelope) ProtoMessage() {}
 
 func (x *Envelope) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[25]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2401,7 +2476,7 @@ func (x *Envelope) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Envelope.ProtoReflect.Descriptor instead.
 func (*Envelope) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{25}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Envelope) GetFrom() *NodeRef {
@@ -2753,7 +2828,7 @@ type Balance struct {
 
 func (x *Balance) Reset() {
 	*x = Balance{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[26]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2765,7 +2840,7 @@ func (x *Balance) String() string {
 func (*Balance) ProtoMessage() {}
 
 func (x *Balance) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[26]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2778,7 +2853,7 @@ func (x *Balance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Balance.ProtoReflect.Descriptor instead.
 func (*Balance) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{26}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Balance) GetWave() uint64 {
@@ -3026,7 +3101,7 @@ type BalanceAck struct {
 
 func (x *BalanceAck) Reset() {
 	*x = BalanceAck{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[27]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3038,7 +3113,7 @@ func (x *BalanceAck) String() string {
 func (*BalanceAck) ProtoMessage() {}
 
 func (x *BalanceAck) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[27]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3051,7 +3126,7 @@ func (x *BalanceAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BalanceAck.ProtoReflect.Descriptor instead.
 func (*BalanceAck) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{27}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *BalanceAck) GetSeq() uint64 {
@@ -3085,7 +3160,7 @@ type LockRequest struct {
 
 func (x *LockRequest) Reset() {
 	*x = LockRequest{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[28]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3097,7 +3172,7 @@ func (x *LockRequest) String() string {
 func (*LockRequest) ProtoMessage() {}
 
 func (x *LockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[28]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3110,7 +3185,7 @@ func (x *LockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LockRequest.ProtoReflect.Descriptor instead.
 func (*LockRequest) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{28}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *LockRequest) GetDir() Side {
@@ -3174,7 +3249,7 @@ type LockRefused struct {
 
 func (x *LockRefused) Reset() {
 	*x = LockRefused{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[29]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3186,7 +3261,7 @@ func (x *LockRefused) String() string {
 func (*LockRefused) ProtoMessage() {}
 
 func (x *LockRefused) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[29]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3199,7 +3274,7 @@ func (x *LockRefused) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LockRefused.ProtoReflect.Descriptor instead.
 func (*LockRefused) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{29}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *LockRefused) GetReason() string {
@@ -3229,7 +3304,7 @@ type Release struct {
 
 func (x *Release) Reset() {
 	*x = Release{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[30]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3241,7 +3316,7 @@ func (x *Release) String() string {
 func (*Release) ProtoMessage() {}
 
 func (x *Release) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[30]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3254,7 +3329,7 @@ func (x *Release) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Release.ProtoReflect.Descriptor instead.
 func (*Release) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{30}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Release) GetReason() string {
@@ -3293,7 +3368,7 @@ type NixTurn struct {
 
 func (x *NixTurn) Reset() {
 	*x = NixTurn{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[31]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3305,7 +3380,7 @@ func (x *NixTurn) String() string {
 func (*NixTurn) ProtoMessage() {}
 
 func (x *NixTurn) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[31]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3318,7 +3393,7 @@ func (x *NixTurn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NixTurn.ProtoReflect.Descriptor instead.
 func (*NixTurn) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{31}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *NixTurn) GetDir() Side {
@@ -3364,7 +3439,7 @@ type SplitPlan struct {
 
 func (x *SplitPlan) Reset() {
 	*x = SplitPlan{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[32]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3376,7 +3451,7 @@ func (x *SplitPlan) String() string {
 func (*SplitPlan) ProtoMessage() {}
 
 func (x *SplitPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[32]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3389,7 +3464,7 @@ func (x *SplitPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitPlan.ProtoReflect.Descriptor instead.
 func (*SplitPlan) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{32}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SplitPlan) GetMigrant() uint32 {
@@ -3453,7 +3528,7 @@ type RemoteLock struct {
 
 func (x *RemoteLock) Reset() {
 	*x = RemoteLock{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[33]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3465,7 +3540,7 @@ func (x *RemoteLock) String() string {
 func (*RemoteLock) ProtoMessage() {}
 
 func (x *RemoteLock) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[33]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3478,7 +3553,7 @@ func (x *RemoteLock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoteLock.ProtoReflect.Descriptor instead.
 func (*RemoteLock) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{33}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RemoteLock) GetEnd() *NodeRef {
@@ -3572,7 +3647,7 @@ type RemoteReply struct {
 
 func (x *RemoteReply) Reset() {
 	*x = RemoteReply{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[34]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3584,7 +3659,7 @@ func (x *RemoteReply) String() string {
 func (*RemoteReply) ProtoMessage() {}
 
 func (x *RemoteReply) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[34]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3597,7 +3672,7 @@ func (x *RemoteReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoteReply.ProtoReflect.Descriptor instead.
 func (*RemoteReply) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{34}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RemoteReply) GetM() *NodeRef {
@@ -3653,7 +3728,7 @@ type MigOrder struct {
 
 func (x *MigOrder) Reset() {
 	*x = MigOrder{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[35]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3665,7 +3740,7 @@ func (x *MigOrder) String() string {
 func (*MigOrder) ProtoMessage() {}
 
 func (x *MigOrder) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[35]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3678,7 +3753,7 @@ func (x *MigOrder) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigOrder.ProtoReflect.Descriptor instead.
 func (*MigOrder) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{35}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *MigOrder) GetTarget() *NodeRef {
@@ -3735,7 +3810,7 @@ type MigDone struct {
 
 func (x *MigDone) Reset() {
 	*x = MigDone{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[36]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3747,7 +3822,7 @@ func (x *MigDone) String() string {
 func (*MigDone) ProtoMessage() {}
 
 func (x *MigDone) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[36]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3760,7 +3835,7 @@ func (x *MigDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigDone.ProtoReflect.Descriptor instead.
 func (*MigDone) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{36}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *MigDone) GetOk() bool {
@@ -3790,7 +3865,7 @@ type WaveDone struct {
 
 func (x *WaveDone) Reset() {
 	*x = WaveDone{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[37]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3802,7 +3877,7 @@ func (x *WaveDone) String() string {
 func (*WaveDone) ProtoMessage() {}
 
 func (x *WaveDone) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[37]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3815,7 +3890,7 @@ func (x *WaveDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaveDone.ProtoReflect.Descriptor instead.
 func (*WaveDone) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{37}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *WaveDone) GetOk() bool {
@@ -3849,7 +3924,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[38]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3861,7 +3936,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[38]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3874,7 +3949,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{38}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Probe) GetLoad() float64 {
@@ -3898,7 +3973,7 @@ type ProbeReply struct {
 
 func (x *ProbeReply) Reset() {
 	*x = ProbeReply{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[39]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3910,7 +3985,7 @@ func (x *ProbeReply) String() string {
 func (*ProbeReply) ProtoMessage() {}
 
 func (x *ProbeReply) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[39]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3923,7 +3998,7 @@ func (x *ProbeReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeReply.ProtoReflect.Descriptor instead.
 func (*ProbeReply) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{39}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ProbeReply) GetLoad() float64 {
@@ -3968,7 +4043,7 @@ type IBOffer struct {
 
 func (x *IBOffer) Reset() {
 	*x = IBOffer{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[40]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3980,7 +4055,7 @@ func (x *IBOffer) String() string {
 func (*IBOffer) ProtoMessage() {}
 
 func (x *IBOffer) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[40]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3993,7 +4068,7 @@ func (x *IBOffer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IBOffer.ProtoReflect.Descriptor instead.
 func (*IBOffer) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{40}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *IBOffer) GetHeavy() *NodeRef {
@@ -4035,7 +4110,7 @@ type IBNix struct {
 
 func (x *IBNix) Reset() {
 	*x = IBNix{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[41]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4047,7 +4122,7 @@ func (x *IBNix) String() string {
 func (*IBNix) ProtoMessage() {}
 
 func (x *IBNix) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[41]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4060,7 +4135,7 @@ func (x *IBNix) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IBNix.ProtoReflect.Descriptor instead.
 func (*IBNix) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{41}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *IBNix) GetLoad() float64 {
@@ -4081,7 +4156,7 @@ type LevelLinks struct {
 
 func (x *LevelLinks) Reset() {
 	*x = LevelLinks{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[42]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4093,7 +4168,7 @@ func (x *LevelLinks) String() string {
 func (*LevelLinks) ProtoMessage() {}
 
 func (x *LevelLinks) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[42]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4106,7 +4181,7 @@ func (x *LevelLinks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LevelLinks.ProtoReflect.Descriptor instead.
 func (*LevelLinks) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{42}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *LevelLinks) GetPred() *NodeRef {
@@ -4133,14 +4208,16 @@ type NodeSnapshot struct {
 	Successors []*NodeRef             `protobuf:"bytes,3,rep,name=successors,proto3" json:"successors,omitempty"`
 	Lost       []*KeyRange            `protobuf:"bytes,4,rep,name=lost,proto3" json:"lost,omitempty"`
 	// claim: the boundary version of the node's range when the snapshot was taken.
-	Claim         uint64 `protobuf:"varint,5,opt,name=claim,proto3" json:"claim,omitempty"`
+	Claim uint64 `protobuf:"varint,5,opt,name=claim,proto3" json:"claim,omitempty"`
+	// Keys deleted in the lost parts (see Handoff.tombstones).
+	Tombstones    []*Tombstone `protobuf:"bytes,6,rep,name=tombstones,proto3" json:"tombstones,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *NodeSnapshot) Reset() {
 	*x = NodeSnapshot{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[43]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4152,7 +4229,7 @@ func (x *NodeSnapshot) String() string {
 func (*NodeSnapshot) ProtoMessage() {}
 
 func (x *NodeSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[43]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4165,7 +4242,7 @@ func (x *NodeSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSnapshot.ProtoReflect.Descriptor instead.
 func (*NodeSnapshot) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{43}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *NodeSnapshot) GetSelf() *NodeRef {
@@ -4201,6 +4278,13 @@ func (x *NodeSnapshot) GetClaim() uint64 {
 		return x.Claim
 	}
 	return 0
+}
+
+func (x *NodeSnapshot) GetTombstones() []*Tombstone {
+	if x != nil {
+		return x.Tombstones
+	}
+	return nil
 }
 
 var File_overlay_pb_overlay_proto protoreflect.FileDescriptor
@@ -4279,7 +4363,7 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x04hops\x18\a \x01(\rR\x04hops\x12\x1e\n" +
 	"\n" +
 	"incomplete\x18\b \x01(\bR\n" +
-	"incomplete\"\x8b\x02\n" +
+	"incomplete\"\xa5\x02\n" +
 	"\bBatchPut\x12\x15\n" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x122\n" +
 	"\x06origin\x18\x02 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x06origin\x12.\n" +
@@ -4287,7 +4371,8 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x05items\x18\x04 \x03(\v2\x17.skiprange.overlay.ItemR\x05items\x12\x16\n" +
 	"\x06stored\x18\x05 \x01(\rR\x06stored\x12\x18\n" +
 	"\awalking\x18\x06 \x01(\bR\awalking\x12#\n" +
-	"\rkeep_existing\x18\a \x01(\bR\fkeepExisting\"\x85\x01\n" +
+	"\rkeep_existing\x18\a \x01(\bR\fkeepExisting\x12\x18\n" +
+	"\adeletes\x18\b \x03(\fR\adeletes\"\x85\x01\n" +
 	"\rBatchPutReply\x12\x15\n" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x121\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x19.skiprange.overlay.StatusR\x06status\x12\x16\n" +
@@ -4299,7 +4384,7 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x05exact\x18\x03 \x01(\bR\x05exact\x12\x14\n" +
 	"\x05below\x18\x04 \x01(\bR\x05below\"%\n" +
 	"\vJoinRefused\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xb7\x03\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xf5\x03\n" +
 	"\aHandoff\x12\x17\n" +
 	"\axfer_id\x18\x01 \x01(\x04R\x06xferId\x122\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x1e.skiprange.overlay.HandoffKindR\x04kind\x12\x14\n" +
@@ -4313,7 +4398,13 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\adeletes\x18\n" +
 	" \x03(\fR\adeletes\x12/\n" +
 	"\x04lost\x18\v \x03(\v2\x1b.skiprange.overlay.KeyRangeR\x04lost\x12.\n" +
-	"\x04pred\x18\f \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04pred\"9\n" +
+	"\x04pred\x18\f \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04pred\x12<\n" +
+	"\n" +
+	"tombstones\x18\r \x03(\v2\x1c.skiprange.overlay.TombstoneR\n" +
+	"tombstones\"I\n" +
+	"\tTombstone\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\fR\x03key\x12*\n" +
+	"\x11deleted_unix_nano\x18\x02 \x01(\x03R\x0fdeletedUnixNano\"9\n" +
 	"\n" +
 	"HandoffAck\x12\x17\n" +
 	"\axfer_id\x18\x01 \x01(\x04R\x06xferId\x12\x12\n" +
@@ -4514,7 +4605,7 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\n" +
 	"LevelLinks\x12.\n" +
 	"\x04pred\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04pred\x12.\n" +
-	"\x04succ\x18\x02 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04succ\"\xf8\x01\n" +
+	"\x04succ\x18\x02 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04succ\"\xb6\x02\n" +
 	"\fNodeSnapshot\x12.\n" +
 	"\x04self\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04self\x125\n" +
 	"\x06levels\x18\x02 \x03(\v2\x1d.skiprange.overlay.LevelLinksR\x06levels\x12:\n" +
@@ -4522,7 +4613,10 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"successors\x18\x03 \x03(\v2\x1a.skiprange.overlay.NodeRefR\n" +
 	"successors\x12/\n" +
 	"\x04lost\x18\x04 \x03(\v2\x1b.skiprange.overlay.KeyRangeR\x04lost\x12\x14\n" +
-	"\x05claim\x18\x05 \x01(\x04R\x05claim*L\n" +
+	"\x05claim\x18\x05 \x01(\x04R\x05claim\x12<\n" +
+	"\n" +
+	"tombstones\x18\x06 \x03(\v2\x1c.skiprange.overlay.TombstoneR\n" +
+	"tombstones*L\n" +
 	"\x02Op\x12\x12\n" +
 	"\x0eOP_UNSPECIFIED\x10\x00\x12\n" +
 	"\n" +
@@ -4576,7 +4670,7 @@ func file_overlay_pb_overlay_proto_rawDescGZIP() []byte {
 }
 
 var file_overlay_pb_overlay_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_overlay_pb_overlay_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_overlay_pb_overlay_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_overlay_pb_overlay_proto_goTypes = []any{
 	(Op)(0),                  // 0: skiprange.overlay.Op
 	(Status)(0),              // 1: skiprange.overlay.Status
@@ -4598,36 +4692,37 @@ var file_overlay_pb_overlay_proto_goTypes = []any{
 	(*JoinRequest)(nil),      // 17: skiprange.overlay.JoinRequest
 	(*JoinRefused)(nil),      // 18: skiprange.overlay.JoinRefused
 	(*Handoff)(nil),          // 19: skiprange.overlay.Handoff
-	(*HandoffAck)(nil),       // 20: skiprange.overlay.HandoffAck
-	(*HandoffCommit)(nil),    // 21: skiprange.overlay.HandoffCommit
-	(*KeyLoad)(nil),          // 22: skiprange.overlay.KeyLoad
-	(*HandoffCommitAck)(nil), // 23: skiprange.overlay.HandoffCommitAck
-	(*HandoffAbort)(nil),     // 24: skiprange.overlay.HandoffAbort
-	(*NeighborUpdate)(nil),   // 25: skiprange.overlay.NeighborUpdate
-	(*LevelScan)(nil),        // 26: skiprange.overlay.LevelScan
-	(*LevelFound)(nil),       // 27: skiprange.overlay.LevelFound
-	(*Ping)(nil),             // 28: skiprange.overlay.Ping
-	(*Pong)(nil),             // 29: skiprange.overlay.Pong
-	(*LinkTable)(nil),        // 30: skiprange.overlay.LinkTable
-	(*Envelope)(nil),         // 31: skiprange.overlay.Envelope
-	(*Balance)(nil),          // 32: skiprange.overlay.Balance
-	(*BalanceAck)(nil),       // 33: skiprange.overlay.BalanceAck
-	(*LockRequest)(nil),      // 34: skiprange.overlay.LockRequest
-	(*LockRefused)(nil),      // 35: skiprange.overlay.LockRefused
-	(*Release)(nil),          // 36: skiprange.overlay.Release
-	(*NixTurn)(nil),          // 37: skiprange.overlay.NixTurn
-	(*SplitPlan)(nil),        // 38: skiprange.overlay.SplitPlan
-	(*RemoteLock)(nil),       // 39: skiprange.overlay.RemoteLock
-	(*RemoteReply)(nil),      // 40: skiprange.overlay.RemoteReply
-	(*MigOrder)(nil),         // 41: skiprange.overlay.MigOrder
-	(*MigDone)(nil),          // 42: skiprange.overlay.MigDone
-	(*WaveDone)(nil),         // 43: skiprange.overlay.WaveDone
-	(*Probe)(nil),            // 44: skiprange.overlay.Probe
-	(*ProbeReply)(nil),       // 45: skiprange.overlay.ProbeReply
-	(*IBOffer)(nil),          // 46: skiprange.overlay.IBOffer
-	(*IBNix)(nil),            // 47: skiprange.overlay.IBNix
-	(*LevelLinks)(nil),       // 48: skiprange.overlay.LevelLinks
-	(*NodeSnapshot)(nil),     // 49: skiprange.overlay.NodeSnapshot
+	(*Tombstone)(nil),        // 20: skiprange.overlay.Tombstone
+	(*HandoffAck)(nil),       // 21: skiprange.overlay.HandoffAck
+	(*HandoffCommit)(nil),    // 22: skiprange.overlay.HandoffCommit
+	(*KeyLoad)(nil),          // 23: skiprange.overlay.KeyLoad
+	(*HandoffCommitAck)(nil), // 24: skiprange.overlay.HandoffCommitAck
+	(*HandoffAbort)(nil),     // 25: skiprange.overlay.HandoffAbort
+	(*NeighborUpdate)(nil),   // 26: skiprange.overlay.NeighborUpdate
+	(*LevelScan)(nil),        // 27: skiprange.overlay.LevelScan
+	(*LevelFound)(nil),       // 28: skiprange.overlay.LevelFound
+	(*Ping)(nil),             // 29: skiprange.overlay.Ping
+	(*Pong)(nil),             // 30: skiprange.overlay.Pong
+	(*LinkTable)(nil),        // 31: skiprange.overlay.LinkTable
+	(*Envelope)(nil),         // 32: skiprange.overlay.Envelope
+	(*Balance)(nil),          // 33: skiprange.overlay.Balance
+	(*BalanceAck)(nil),       // 34: skiprange.overlay.BalanceAck
+	(*LockRequest)(nil),      // 35: skiprange.overlay.LockRequest
+	(*LockRefused)(nil),      // 36: skiprange.overlay.LockRefused
+	(*Release)(nil),          // 37: skiprange.overlay.Release
+	(*NixTurn)(nil),          // 38: skiprange.overlay.NixTurn
+	(*SplitPlan)(nil),        // 39: skiprange.overlay.SplitPlan
+	(*RemoteLock)(nil),       // 40: skiprange.overlay.RemoteLock
+	(*RemoteReply)(nil),      // 41: skiprange.overlay.RemoteReply
+	(*MigOrder)(nil),         // 42: skiprange.overlay.MigOrder
+	(*MigDone)(nil),          // 43: skiprange.overlay.MigDone
+	(*WaveDone)(nil),         // 44: skiprange.overlay.WaveDone
+	(*Probe)(nil),            // 45: skiprange.overlay.Probe
+	(*ProbeReply)(nil),       // 46: skiprange.overlay.ProbeReply
+	(*IBOffer)(nil),          // 47: skiprange.overlay.IBOffer
+	(*IBNix)(nil),            // 48: skiprange.overlay.IBNix
+	(*LevelLinks)(nil),       // 49: skiprange.overlay.LevelLinks
+	(*NodeSnapshot)(nil),     // 50: skiprange.overlay.NodeSnapshot
 }
 var file_overlay_pb_overlay_proto_depIdxs = []int32{
 	9,   // 0: skiprange.overlay.Route.hints:type_name -> skiprange.overlay.LoadHint
@@ -4654,88 +4749,90 @@ var file_overlay_pb_overlay_proto_depIdxs = []int32{
 	6,   // 21: skiprange.overlay.Handoff.succ_list:type_name -> skiprange.overlay.NodeRef
 	10,  // 22: skiprange.overlay.Handoff.lost:type_name -> skiprange.overlay.KeyRange
 	6,   // 23: skiprange.overlay.Handoff.pred:type_name -> skiprange.overlay.NodeRef
-	22,  // 24: skiprange.overlay.HandoffCommit.loads:type_name -> skiprange.overlay.KeyLoad
-	3,   // 25: skiprange.overlay.NeighborUpdate.side:type_name -> skiprange.overlay.Side
-	6,   // 26: skiprange.overlay.NeighborUpdate.node:type_name -> skiprange.overlay.NodeRef
-	6,   // 27: skiprange.overlay.LevelScan.origin:type_name -> skiprange.overlay.NodeRef
-	3,   // 28: skiprange.overlay.LevelScan.side:type_name -> skiprange.overlay.Side
-	3,   // 29: skiprange.overlay.LevelFound.side:type_name -> skiprange.overlay.Side
-	6,   // 30: skiprange.overlay.LevelFound.node:type_name -> skiprange.overlay.NodeRef
-	6,   // 31: skiprange.overlay.LevelFound.other:type_name -> skiprange.overlay.NodeRef
-	6,   // 32: skiprange.overlay.Pong.pred:type_name -> skiprange.overlay.NodeRef
-	6,   // 33: skiprange.overlay.Pong.succ:type_name -> skiprange.overlay.NodeRef
-	6,   // 34: skiprange.overlay.Pong.succ_list:type_name -> skiprange.overlay.NodeRef
-	6,   // 35: skiprange.overlay.Pong.preds:type_name -> skiprange.overlay.NodeRef
-	6,   // 36: skiprange.overlay.Pong.succs:type_name -> skiprange.overlay.NodeRef
-	30,  // 37: skiprange.overlay.Pong.beyond:type_name -> skiprange.overlay.LinkTable
-	6,   // 38: skiprange.overlay.LinkTable.node:type_name -> skiprange.overlay.NodeRef
-	6,   // 39: skiprange.overlay.LinkTable.preds:type_name -> skiprange.overlay.NodeRef
-	6,   // 40: skiprange.overlay.LinkTable.succs:type_name -> skiprange.overlay.NodeRef
-	6,   // 41: skiprange.overlay.Envelope.from:type_name -> skiprange.overlay.NodeRef
-	4,   // 42: skiprange.overlay.Envelope.cause:type_name -> skiprange.overlay.Cause
-	11,  // 43: skiprange.overlay.Envelope.lookup:type_name -> skiprange.overlay.Lookup
-	12,  // 44: skiprange.overlay.Envelope.lookup_reply:type_name -> skiprange.overlay.LookupReply
-	13,  // 45: skiprange.overlay.Envelope.range_query:type_name -> skiprange.overlay.RangeQuery
-	14,  // 46: skiprange.overlay.Envelope.range_reply:type_name -> skiprange.overlay.RangeReply
-	15,  // 47: skiprange.overlay.Envelope.batch_put:type_name -> skiprange.overlay.BatchPut
-	16,  // 48: skiprange.overlay.Envelope.batch_put_reply:type_name -> skiprange.overlay.BatchPutReply
-	17,  // 49: skiprange.overlay.Envelope.join_request:type_name -> skiprange.overlay.JoinRequest
-	18,  // 50: skiprange.overlay.Envelope.join_refused:type_name -> skiprange.overlay.JoinRefused
-	19,  // 51: skiprange.overlay.Envelope.handoff:type_name -> skiprange.overlay.Handoff
-	20,  // 52: skiprange.overlay.Envelope.handoff_ack:type_name -> skiprange.overlay.HandoffAck
-	21,  // 53: skiprange.overlay.Envelope.handoff_commit:type_name -> skiprange.overlay.HandoffCommit
-	24,  // 54: skiprange.overlay.Envelope.handoff_abort:type_name -> skiprange.overlay.HandoffAbort
-	23,  // 55: skiprange.overlay.Envelope.handoff_commit_ack:type_name -> skiprange.overlay.HandoffCommitAck
-	25,  // 56: skiprange.overlay.Envelope.neighbor_update:type_name -> skiprange.overlay.NeighborUpdate
-	26,  // 57: skiprange.overlay.Envelope.level_scan:type_name -> skiprange.overlay.LevelScan
-	27,  // 58: skiprange.overlay.Envelope.level_found:type_name -> skiprange.overlay.LevelFound
-	28,  // 59: skiprange.overlay.Envelope.ping:type_name -> skiprange.overlay.Ping
-	29,  // 60: skiprange.overlay.Envelope.pong:type_name -> skiprange.overlay.Pong
-	32,  // 61: skiprange.overlay.Envelope.balance:type_name -> skiprange.overlay.Balance
-	34,  // 62: skiprange.overlay.Balance.lock:type_name -> skiprange.overlay.LockRequest
-	35,  // 63: skiprange.overlay.Balance.lock_refused:type_name -> skiprange.overlay.LockRefused
-	36,  // 64: skiprange.overlay.Balance.release:type_name -> skiprange.overlay.Release
-	37,  // 65: skiprange.overlay.Balance.nix_turn:type_name -> skiprange.overlay.NixTurn
-	39,  // 66: skiprange.overlay.Balance.remote_lock:type_name -> skiprange.overlay.RemoteLock
-	40,  // 67: skiprange.overlay.Balance.remote_reply:type_name -> skiprange.overlay.RemoteReply
-	41,  // 68: skiprange.overlay.Balance.mig_order:type_name -> skiprange.overlay.MigOrder
-	42,  // 69: skiprange.overlay.Balance.mig_done:type_name -> skiprange.overlay.MigDone
-	43,  // 70: skiprange.overlay.Balance.wave_done:type_name -> skiprange.overlay.WaveDone
-	44,  // 71: skiprange.overlay.Balance.probe:type_name -> skiprange.overlay.Probe
-	45,  // 72: skiprange.overlay.Balance.probe_reply:type_name -> skiprange.overlay.ProbeReply
-	46,  // 73: skiprange.overlay.Balance.ib_offer:type_name -> skiprange.overlay.IBOffer
-	47,  // 74: skiprange.overlay.Balance.ib_nix:type_name -> skiprange.overlay.IBNix
-	33,  // 75: skiprange.overlay.Balance.ack:type_name -> skiprange.overlay.BalanceAck
-	3,   // 76: skiprange.overlay.LockRequest.dir:type_name -> skiprange.overlay.Side
-	6,   // 77: skiprange.overlay.LockRequest.chain:type_name -> skiprange.overlay.NodeRef
-	3,   // 78: skiprange.overlay.Release.dir:type_name -> skiprange.overlay.Side
-	3,   // 79: skiprange.overlay.NixTurn.dir:type_name -> skiprange.overlay.Side
-	6,   // 80: skiprange.overlay.NixTurn.chain:type_name -> skiprange.overlay.NodeRef
-	6,   // 81: skiprange.overlay.SplitPlan.absorber:type_name -> skiprange.overlay.NodeRef
-	6,   // 82: skiprange.overlay.RemoteLock.end:type_name -> skiprange.overlay.NodeRef
-	6,   // 83: skiprange.overlay.RemoteLock.migrants:type_name -> skiprange.overlay.NodeRef
-	6,   // 84: skiprange.overlay.RemoteLock.m:type_name -> skiprange.overlay.NodeRef
-	38,  // 85: skiprange.overlay.RemoteLock.splits:type_name -> skiprange.overlay.SplitPlan
-	6,   // 86: skiprange.overlay.RemoteReply.m:type_name -> skiprange.overlay.NodeRef
-	6,   // 87: skiprange.overlay.RemoteReply.migrants:type_name -> skiprange.overlay.NodeRef
-	38,  // 88: skiprange.overlay.RemoteReply.splits:type_name -> skiprange.overlay.SplitPlan
-	6,   // 89: skiprange.overlay.MigOrder.target:type_name -> skiprange.overlay.NodeRef
-	6,   // 90: skiprange.overlay.MigOrder.absorber:type_name -> skiprange.overlay.NodeRef
-	3,   // 91: skiprange.overlay.WaveDone.dir:type_name -> skiprange.overlay.Side
-	6,   // 92: skiprange.overlay.ProbeReply.next:type_name -> skiprange.overlay.NodeRef
-	6,   // 93: skiprange.overlay.IBOffer.heavy:type_name -> skiprange.overlay.NodeRef
-	5,   // 94: skiprange.overlay.IBOffer.step:type_name -> skiprange.overlay.IBStep
-	6,   // 95: skiprange.overlay.LevelLinks.pred:type_name -> skiprange.overlay.NodeRef
-	6,   // 96: skiprange.overlay.LevelLinks.succ:type_name -> skiprange.overlay.NodeRef
-	6,   // 97: skiprange.overlay.NodeSnapshot.self:type_name -> skiprange.overlay.NodeRef
-	48,  // 98: skiprange.overlay.NodeSnapshot.levels:type_name -> skiprange.overlay.LevelLinks
-	6,   // 99: skiprange.overlay.NodeSnapshot.successors:type_name -> skiprange.overlay.NodeRef
-	10,  // 100: skiprange.overlay.NodeSnapshot.lost:type_name -> skiprange.overlay.KeyRange
-	101, // [101:101] is the sub-list for method output_type
-	101, // [101:101] is the sub-list for method input_type
-	101, // [101:101] is the sub-list for extension type_name
-	101, // [101:101] is the sub-list for extension extendee
-	0,   // [0:101] is the sub-list for field type_name
+	20,  // 24: skiprange.overlay.Handoff.tombstones:type_name -> skiprange.overlay.Tombstone
+	23,  // 25: skiprange.overlay.HandoffCommit.loads:type_name -> skiprange.overlay.KeyLoad
+	3,   // 26: skiprange.overlay.NeighborUpdate.side:type_name -> skiprange.overlay.Side
+	6,   // 27: skiprange.overlay.NeighborUpdate.node:type_name -> skiprange.overlay.NodeRef
+	6,   // 28: skiprange.overlay.LevelScan.origin:type_name -> skiprange.overlay.NodeRef
+	3,   // 29: skiprange.overlay.LevelScan.side:type_name -> skiprange.overlay.Side
+	3,   // 30: skiprange.overlay.LevelFound.side:type_name -> skiprange.overlay.Side
+	6,   // 31: skiprange.overlay.LevelFound.node:type_name -> skiprange.overlay.NodeRef
+	6,   // 32: skiprange.overlay.LevelFound.other:type_name -> skiprange.overlay.NodeRef
+	6,   // 33: skiprange.overlay.Pong.pred:type_name -> skiprange.overlay.NodeRef
+	6,   // 34: skiprange.overlay.Pong.succ:type_name -> skiprange.overlay.NodeRef
+	6,   // 35: skiprange.overlay.Pong.succ_list:type_name -> skiprange.overlay.NodeRef
+	6,   // 36: skiprange.overlay.Pong.preds:type_name -> skiprange.overlay.NodeRef
+	6,   // 37: skiprange.overlay.Pong.succs:type_name -> skiprange.overlay.NodeRef
+	31,  // 38: skiprange.overlay.Pong.beyond:type_name -> skiprange.overlay.LinkTable
+	6,   // 39: skiprange.overlay.LinkTable.node:type_name -> skiprange.overlay.NodeRef
+	6,   // 40: skiprange.overlay.LinkTable.preds:type_name -> skiprange.overlay.NodeRef
+	6,   // 41: skiprange.overlay.LinkTable.succs:type_name -> skiprange.overlay.NodeRef
+	6,   // 42: skiprange.overlay.Envelope.from:type_name -> skiprange.overlay.NodeRef
+	4,   // 43: skiprange.overlay.Envelope.cause:type_name -> skiprange.overlay.Cause
+	11,  // 44: skiprange.overlay.Envelope.lookup:type_name -> skiprange.overlay.Lookup
+	12,  // 45: skiprange.overlay.Envelope.lookup_reply:type_name -> skiprange.overlay.LookupReply
+	13,  // 46: skiprange.overlay.Envelope.range_query:type_name -> skiprange.overlay.RangeQuery
+	14,  // 47: skiprange.overlay.Envelope.range_reply:type_name -> skiprange.overlay.RangeReply
+	15,  // 48: skiprange.overlay.Envelope.batch_put:type_name -> skiprange.overlay.BatchPut
+	16,  // 49: skiprange.overlay.Envelope.batch_put_reply:type_name -> skiprange.overlay.BatchPutReply
+	17,  // 50: skiprange.overlay.Envelope.join_request:type_name -> skiprange.overlay.JoinRequest
+	18,  // 51: skiprange.overlay.Envelope.join_refused:type_name -> skiprange.overlay.JoinRefused
+	19,  // 52: skiprange.overlay.Envelope.handoff:type_name -> skiprange.overlay.Handoff
+	21,  // 53: skiprange.overlay.Envelope.handoff_ack:type_name -> skiprange.overlay.HandoffAck
+	22,  // 54: skiprange.overlay.Envelope.handoff_commit:type_name -> skiprange.overlay.HandoffCommit
+	25,  // 55: skiprange.overlay.Envelope.handoff_abort:type_name -> skiprange.overlay.HandoffAbort
+	24,  // 56: skiprange.overlay.Envelope.handoff_commit_ack:type_name -> skiprange.overlay.HandoffCommitAck
+	26,  // 57: skiprange.overlay.Envelope.neighbor_update:type_name -> skiprange.overlay.NeighborUpdate
+	27,  // 58: skiprange.overlay.Envelope.level_scan:type_name -> skiprange.overlay.LevelScan
+	28,  // 59: skiprange.overlay.Envelope.level_found:type_name -> skiprange.overlay.LevelFound
+	29,  // 60: skiprange.overlay.Envelope.ping:type_name -> skiprange.overlay.Ping
+	30,  // 61: skiprange.overlay.Envelope.pong:type_name -> skiprange.overlay.Pong
+	33,  // 62: skiprange.overlay.Envelope.balance:type_name -> skiprange.overlay.Balance
+	35,  // 63: skiprange.overlay.Balance.lock:type_name -> skiprange.overlay.LockRequest
+	36,  // 64: skiprange.overlay.Balance.lock_refused:type_name -> skiprange.overlay.LockRefused
+	37,  // 65: skiprange.overlay.Balance.release:type_name -> skiprange.overlay.Release
+	38,  // 66: skiprange.overlay.Balance.nix_turn:type_name -> skiprange.overlay.NixTurn
+	40,  // 67: skiprange.overlay.Balance.remote_lock:type_name -> skiprange.overlay.RemoteLock
+	41,  // 68: skiprange.overlay.Balance.remote_reply:type_name -> skiprange.overlay.RemoteReply
+	42,  // 69: skiprange.overlay.Balance.mig_order:type_name -> skiprange.overlay.MigOrder
+	43,  // 70: skiprange.overlay.Balance.mig_done:type_name -> skiprange.overlay.MigDone
+	44,  // 71: skiprange.overlay.Balance.wave_done:type_name -> skiprange.overlay.WaveDone
+	45,  // 72: skiprange.overlay.Balance.probe:type_name -> skiprange.overlay.Probe
+	46,  // 73: skiprange.overlay.Balance.probe_reply:type_name -> skiprange.overlay.ProbeReply
+	47,  // 74: skiprange.overlay.Balance.ib_offer:type_name -> skiprange.overlay.IBOffer
+	48,  // 75: skiprange.overlay.Balance.ib_nix:type_name -> skiprange.overlay.IBNix
+	34,  // 76: skiprange.overlay.Balance.ack:type_name -> skiprange.overlay.BalanceAck
+	3,   // 77: skiprange.overlay.LockRequest.dir:type_name -> skiprange.overlay.Side
+	6,   // 78: skiprange.overlay.LockRequest.chain:type_name -> skiprange.overlay.NodeRef
+	3,   // 79: skiprange.overlay.Release.dir:type_name -> skiprange.overlay.Side
+	3,   // 80: skiprange.overlay.NixTurn.dir:type_name -> skiprange.overlay.Side
+	6,   // 81: skiprange.overlay.NixTurn.chain:type_name -> skiprange.overlay.NodeRef
+	6,   // 82: skiprange.overlay.SplitPlan.absorber:type_name -> skiprange.overlay.NodeRef
+	6,   // 83: skiprange.overlay.RemoteLock.end:type_name -> skiprange.overlay.NodeRef
+	6,   // 84: skiprange.overlay.RemoteLock.migrants:type_name -> skiprange.overlay.NodeRef
+	6,   // 85: skiprange.overlay.RemoteLock.m:type_name -> skiprange.overlay.NodeRef
+	39,  // 86: skiprange.overlay.RemoteLock.splits:type_name -> skiprange.overlay.SplitPlan
+	6,   // 87: skiprange.overlay.RemoteReply.m:type_name -> skiprange.overlay.NodeRef
+	6,   // 88: skiprange.overlay.RemoteReply.migrants:type_name -> skiprange.overlay.NodeRef
+	39,  // 89: skiprange.overlay.RemoteReply.splits:type_name -> skiprange.overlay.SplitPlan
+	6,   // 90: skiprange.overlay.MigOrder.target:type_name -> skiprange.overlay.NodeRef
+	6,   // 91: skiprange.overlay.MigOrder.absorber:type_name -> skiprange.overlay.NodeRef
+	3,   // 92: skiprange.overlay.WaveDone.dir:type_name -> skiprange.overlay.Side
+	6,   // 93: skiprange.overlay.ProbeReply.next:type_name -> skiprange.overlay.NodeRef
+	6,   // 94: skiprange.overlay.IBOffer.heavy:type_name -> skiprange.overlay.NodeRef
+	5,   // 95: skiprange.overlay.IBOffer.step:type_name -> skiprange.overlay.IBStep
+	6,   // 96: skiprange.overlay.LevelLinks.pred:type_name -> skiprange.overlay.NodeRef
+	6,   // 97: skiprange.overlay.LevelLinks.succ:type_name -> skiprange.overlay.NodeRef
+	6,   // 98: skiprange.overlay.NodeSnapshot.self:type_name -> skiprange.overlay.NodeRef
+	49,  // 99: skiprange.overlay.NodeSnapshot.levels:type_name -> skiprange.overlay.LevelLinks
+	6,   // 100: skiprange.overlay.NodeSnapshot.successors:type_name -> skiprange.overlay.NodeRef
+	10,  // 101: skiprange.overlay.NodeSnapshot.lost:type_name -> skiprange.overlay.KeyRange
+	20,  // 102: skiprange.overlay.NodeSnapshot.tombstones:type_name -> skiprange.overlay.Tombstone
+	103, // [103:103] is the sub-list for method output_type
+	103, // [103:103] is the sub-list for method input_type
+	103, // [103:103] is the sub-list for extension type_name
+	103, // [103:103] is the sub-list for extension extendee
+	0,   // [0:103] is the sub-list for field type_name
 }
 
 func init() { file_overlay_pb_overlay_proto_init() }
@@ -4744,7 +4841,7 @@ func file_overlay_pb_overlay_proto_init() {
 		return
 	}
 	file_overlay_pb_overlay_proto_msgTypes[3].OneofWrappers = []any{}
-	file_overlay_pb_overlay_proto_msgTypes[25].OneofWrappers = []any{
+	file_overlay_pb_overlay_proto_msgTypes[26].OneofWrappers = []any{
 		(*Envelope_Lookup)(nil),
 		(*Envelope_LookupReply)(nil),
 		(*Envelope_RangeQuery)(nil),
@@ -4765,7 +4862,7 @@ func file_overlay_pb_overlay_proto_init() {
 		(*Envelope_Pong)(nil),
 		(*Envelope_Balance)(nil),
 	}
-	file_overlay_pb_overlay_proto_msgTypes[26].OneofWrappers = []any{
+	file_overlay_pb_overlay_proto_msgTypes[27].OneofWrappers = []any{
 		(*Balance_Lock)(nil),
 		(*Balance_LockRefused)(nil),
 		(*Balance_Release)(nil),
@@ -4787,7 +4884,7 @@ func file_overlay_pb_overlay_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_overlay_pb_overlay_proto_rawDesc), len(file_overlay_pb_overlay_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   44,
+			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -479,8 +481,10 @@ func TestRendezvousFindsIntroducers(t *testing.T) {
 }
 
 // TestRestartAfterDeclaredDead: a node is down long enough to be declared dead; its range is
-// taken over as lost and written to meanwhile. Restarted over its data directory it is
-// re-admitted: the ring holds it again, nothing is lost, and the writes made meanwhile win.
+// taken over as lost and written to meanwhile: some keys rewritten, others deleted. The node
+// holding the lost range is restarted too (its tombstones come back from its snapshot). The first
+// node, restarted over its data directory, is re-admitted: the ring holds it again, nothing is
+// lost, the writes made meanwhile win, and the deleted keys stay deleted.
 func TestRestartAfterDeclaredDead(t *testing.T) {
 	nw := startNet(t, 6, Options{DataDir: t.TempDir()})
 	c := newClient(t)
@@ -502,21 +506,51 @@ func TestRestartAfterDeclaredDead(t *testing.T) {
 	if ring.Nodes == nil {
 		t.Fatal("no ring")
 	}
-	// Overwrite the keys of the lost range that existed, while the node is away.
+	// Overwrite the keys of the lost range that existed, or delete them, while the node is
+	// away.
 	ctx := context.Background()
 	e, _ := nw.Entry()
 	rewritten := 0
-	for k := range ref {
-		if gone.Contains(overlay.Key(k)) {
-			ref[k] = "new-" + k
-			if _, err := c.Put(ctx, e, []byte(k), []byte(ref[k])); err != nil {
-				t.Fatalf("put %s into the lost range: %v", k, err)
+	var deleted []string
+	for _, k := range slices.Sorted(maps.Keys(ref)) {
+		if !gone.Contains(overlay.Key(k)) {
+			continue
+		}
+		if len(deleted) <= rewritten {
+			if rep, err := c.Delete(ctx, e, []byte(k)); err != nil || rep.Status != pb.Status_STATUS_OK {
+				t.Fatalf("delete %s in the lost range: %v %v", k, rep, err)
 			}
-			rewritten++
+			delete(ref, k)
+			deleted = append(deleted, k)
+			continue
+		}
+		ref[k] = "new-" + k
+		if _, err := c.Put(ctx, e, []byte(k), []byte(ref[k])); err != nil {
+			t.Fatalf("put %s into the lost range: %v", k, err)
+		}
+		rewritten++
+	}
+	// The node holding the lost range restarts from its data directory.
+	taker := -1
+	for i, m := range nw.Members() {
+		if i != victim && m.Runtime != nil {
+			_ = m.Runtime.Do(ctx, func(n *nodeT) {
+				if n.Owns() && n.Range().Contains(gone.Start) {
+					taker = i
+				}
+			})
 		}
 	}
-	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	if taker <= 0 {
+		t.Fatalf("no node but the entry holds the lost range (taker %d): the test wants to restart it", taker)
+	}
+	nw.Crash(taker)
+	rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
+	if err := nw.Restart(rctx, taker); err != nil {
+		t.Fatal(err)
+	}
+	checkRing(t, c, nw, 5)
 	if err := nw.Restart(rctx, victim); err != nil {
 		t.Fatal(err)
 	}
@@ -542,10 +576,16 @@ func TestRestartAfterDeclaredDead(t *testing.T) {
 	if ring.TotalItems() != uint64(len(ref)) {
 		t.Fatalf("the ring holds %d items, want %d (no duplicates, none missing)", ring.TotalItems(), len(ref))
 	}
-	if rewritten == 0 {
-		t.Fatal("the victim held no key: the test shows nothing")
+	for i, k := range deleted {
+		rep, err := c.Get(ctx, entries(nw)[i%len(entries(nw))], []byte(k))
+		if rep == nil || rep.Status != pb.Status_STATUS_NOT_FOUND { // the client reports not found as an error too
+			t.Fatalf("get %s, deleted while its node was down: %v %v, want not found", k, rep, err)
+		}
 	}
-	t.Logf("node down %s (%d keys rewritten meanwhile) came back and was re-admitted", gone, rewritten)
+	if rewritten == 0 || len(deleted) == 0 {
+		t.Fatal("the victim held too few keys: the test shows nothing")
+	}
+	t.Logf("node down %s (%d keys rewritten and %d deleted meanwhile, the node holding them restarted) came back and was re-admitted", gone, rewritten, len(deleted))
 }
 
 // TestSeedStartsWhilePeersAreJoiningThroughIt: b starts first and joins through a, the seed,

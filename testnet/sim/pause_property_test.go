@@ -1,12 +1,17 @@
 package sim
 
 import (
+	"fmt"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
 	"pgregory.net/rapid"
 
+	"github.com/skiprange/skiprange/node"
 	"github.com/skiprange/skiprange/overlay"
+	"github.com/skiprange/skiprange/overlay/pb"
 )
 
 // TestPauseProperties freezes one to a third of the nodes — as a SIGSTOP or a long garbage
@@ -23,7 +28,7 @@ func TestPauseProperties(t *testing.T) {
 }
 
 // pause freezes drawn owners for a drawn time (with a burst of joins, leaves and crashes inside,
-// at times) and resumes them.
+// or writes through the running nodes, at times) and resumes them.
 func (p *propertyNet) pause(t *rapid.T) {
 	ids := p.owners()
 	if len(ids) < 2 {
@@ -43,13 +48,82 @@ func (p *propertyNet) pause(t *rapid.T) {
 	hold := []time.Duration{2 * time.Second, 8 * time.Second, 20 * time.Second, 90 * time.Second, 10 * time.Minute}
 	d := hold[rapid.IntRange(0, len(hold)-1).Draw(t, "hold")]
 	t.Logf("t=%s paused %v for %s", p.h.Net.Now(), paused, d)
-	p.faultFor(t, d, "resumed", func() {
+	resume := func() {
 		for _, id := range paused {
-			if p.h.Net.Paused(id) { // not crashed by the burst
+			if p.h.Net.Paused(id) { // not crashed by a burst
 				if err := p.h.Net.Resume(id); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}
-	})
+	}
+	if rapid.Bool().Draw(t, "writes inside") {
+		// Writes while the paused nodes stand still, issued once their neighbours may have
+		// taken their ranges over (no burst then: a crashed writer's requests go unanswered):
+		// an acknowledged delete stays deleted after they come back, which their older copies
+		// once undid (tombstones).
+		p.h.Net.RunFor(d / 2)
+		p.writesDuring(t, paused)
+		p.h.Net.RunFor(d - d/2)
+		resume()
+		t.Logf("t=%s resumed", p.h.Net.Now())
+		p.h.Net.RunFor(10 * time.Minute)
+		return
+	}
+	p.faultFor(t, d, "resumed", resume)
+}
+
+// writesDuring deletes written keys and puts new ones through running owners, all at once,
+// without waiting for the answers. A write acknowledged counts; one that failed may or may not
+// have happened (a node that waits for its neighbours' word holds requests past the writer's
+// timeout): its key may then hold the value it had or the one written, or be missing, which
+// the harness's lost keys allow (a put of a key that existed could not be told apart so, hence
+// new keys only).
+func (p *propertyNet) writesDuring(t *rapid.T, paused []overlay.NodeID) {
+	var writers []overlay.NodeID
+	for _, id := range p.owners() {
+		if !slices.Contains(paused, id) {
+			writers = append(writers, id)
+		}
+	}
+	if len(writers) == 0 {
+		return
+	}
+	written := slices.Sorted(maps.Keys(p.h.Expected))
+	busy := map[overlay.Key]bool{}
+	n := rapid.IntRange(1, 10).Draw(t, "writes inside")
+	for i := 0; i < n; i++ {
+		at := p.pick(t, writers, "writer")
+		var k overlay.Key
+		del := len(written) > 0 && rapid.IntRange(0, 3).Draw(t, "op") > 0
+		if del {
+			k = written[rapid.IntRange(0, len(written)-1).Draw(t, "dkey")]
+		} else {
+			k = p.key(t, "wkey")
+		}
+		if _, exists := p.h.Expected[k]; busy[k] || (!del && exists) {
+			continue // two writes of one key in flight could land in either order
+		}
+		busy[k] = true
+		v := fmt.Sprintf("p%d", i)
+		done := func(r overlay.Result) {
+			switch {
+			case r.Status != pb.Status_STATUS_OK && del:
+				p.h.Lost[k] = true // the value it had, or none
+			case r.Status != pb.Status_STATUS_OK:
+				p.h.Expected[k], p.h.Lost[k] = v, true // the value written, or none
+			case del:
+				delete(p.h.Expected, k)
+				delete(p.h.Lost, k)
+			default:
+				p.h.Expected[k] = v
+				delete(p.h.Lost, k)
+			}
+		}
+		if del {
+			p.h.Do(at, func(nd *node.Node) uint64 { return nd.Delete(k) }, done)
+		} else {
+			p.h.Do(at, func(nd *node.Node) uint64 { return nd.Put(k, []byte(v)) }, done)
+		}
+	}
 }

@@ -1,0 +1,188 @@
+package skipgraph
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/skiprange/skiprange/overlay"
+	"github.com/skiprange/skiprange/overlay/pb"
+)
+
+// Tombstones. A node holding a lost part of its range (taken over without its items: see
+// lostSet) cannot tell a key deleted there from one never written, yet the node that held the
+// items may come back with its copies — restarted from its store, back from a pause or a
+// partition — and its copies reach the ring again: as the overlap a re-admission settles
+// (claim.go), or written to their owners as writes that leave what those hold (a node giving its
+// place up, a joiner whose giver went silent). A key deleted while the part was lost came back
+// from such a copy. So a delete of a key in a lost part leaves a tombstone, kept as long as the
+// part stays lost (or until TombstoneTTL, or until MaxTombstones evicts the oldest):
+//
+//   - reads of the key answer "not found" rather than STATUS_LOST;
+//   - a write that leaves what the owner holds does not bring the key back;
+//   - a re-admission that the taker's claim wins sends the deletes with its items, so that the
+//     returning node drops its copies of those keys;
+//   - tombstones travel with the lost parts in handoffs and snapshots, and go when their part
+//     stops being lost or the key is written again.
+//
+// Deletes made outside a lost part need none: the copies that come back are those of a part
+// taken over without them. (What this leaves open is in PROTOCOL.md, "Deletes undone after an
+// outage".)
+type tombstones struct {
+	at map[overlay.Key]time.Time
+	// sorted holds every tombstone in key order, built when asked for after a change: a runtime
+	// takes the node's snapshot after every step.
+	sorted []*pb.Tombstone
+	// version counts the changes, so that a runtime persists the tombstones only when they
+	// changed.
+	version uint64
+}
+
+func (t *tombstones) changed() {
+	t.sorted = nil
+	t.version++
+}
+
+func (t *tombstones) set(k overlay.Key, at time.Time) {
+	if t.at == nil {
+		t.at = map[overlay.Key]time.Time{}
+	}
+	t.at[k] = at
+	t.changed()
+}
+
+func (t *tombstones) has(k overlay.Key) bool {
+	_, ok := t.at[k]
+	return ok
+}
+
+func (t *tombstones) remove(k overlay.Key) {
+	if t.has(k) {
+		delete(t.at, k)
+		t.changed()
+	}
+}
+
+func (t *tombstones) len() int { return len(t.at) }
+
+func (t *tombstones) clear() {
+	if len(t.at) > 0 {
+		t.at = nil
+		t.changed()
+	}
+}
+
+// all returns every tombstone in key order; the caller must not change the slice.
+func (t *tombstones) all() []*pb.Tombstone {
+	if t.sorted == nil && len(t.at) > 0 {
+		t.sorted = make([]*pb.Tombstone, 0, len(t.at))
+		for k, at := range t.at {
+			t.sorted = append(t.sorted, &pb.Tombstone{Key: []byte(k), DeletedUnixNano: at.UnixNano()})
+		}
+		slices.SortFunc(t.sorted, func(a, b *pb.Tombstone) int { return bytes.Compare(a.Key, b.Key) })
+	}
+	return t.sorted
+}
+
+// within returns the tombstones in r, in key order.
+func (t *tombstones) within(r overlay.Range) []*pb.Tombstone {
+	if r.IsFull() {
+		return t.all()
+	}
+	var out []*pb.Tombstone
+	for _, x := range t.all() {
+		if r.Contains(overlay.Key(x.Key)) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// dropIf removes the tombstones that match.
+func (t *tombstones) dropIf(match func(k overlay.Key, at time.Time) bool) {
+	n := len(t.at)
+	for k, at := range t.at {
+		if match(k, at) {
+			delete(t.at, k)
+		}
+	}
+	if len(t.at) != n {
+		t.changed()
+	}
+}
+
+// evictOldest drops the oldest tombstones (ties by key, for a deterministic choice) down to a
+// tenth under max when there are more than max, and returns how many it dropped: evicting a
+// tenth at once spares a flood of deletes a sort at every one.
+func (t *tombstones) evictOldest(max int) int {
+	if len(t.at) <= max {
+		return 0
+	}
+	type entry struct {
+		key overlay.Key
+		at  time.Time
+	}
+	all := make([]entry, 0, len(t.at))
+	for k, at := range t.at {
+		all = append(all, entry{k, at})
+	}
+	slices.SortFunc(all, func(a, b entry) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return strings.Compare(string(a.key), string(b.key))
+	})
+	evict := len(t.at) - max*9/10
+	for _, e := range all[:evict] {
+		delete(t.at, e.key)
+	}
+	t.changed()
+	return evict
+}
+
+// tombstoneFromPB converts a tombstone from the wire or a snapshot.
+func tombstoneFromPB(t *pb.Tombstone) (overlay.Key, time.Time) {
+	return overlay.Key(t.Key), time.Unix(0, t.DeletedUnixNano)
+}
+
+// deleted records that key was deleted here just now: a tombstone when the key lies in a lost
+// part.
+func (n *Node) deleted(key overlay.Key) {
+	if n.lost.contains(key) {
+		n.tombs.set(key, n.env.Now())
+		n.evictTombstones()
+	}
+}
+
+// evictTombstones keeps at most MaxTombstones, counting those it drops: each of those keys may
+// come back from an older copy.
+func (n *Node) evictTombstones() {
+	n.Stats.TombstonesEvicted += n.tombs.evictOldest(n.cfg.MaxTombstones)
+}
+
+// written forgets key's tombstone: the key holds a value again.
+func (n *Node) written(key overlay.Key) { n.tombs.remove(key) }
+
+// forgetLost takes r out of the lost parts, with the tombstones there: r's items are back, or r
+// is not this node's any more.
+func (n *Node) forgetLost(r overlay.Range) {
+	n.lost.remove(r)
+	n.tombs.dropIf(func(k overlay.Key, _ time.Time) bool { return r.Contains(k) })
+}
+
+// expireTombstones drops the tombstones older than TombstoneTTL; the tick runs it.
+func (n *Node) expireTombstones() {
+	if n.tombs.len() == 0 {
+		return
+	}
+	cutoff := n.env.Now().Add(-n.cfg.TombstoneTTL)
+	n.tombs.dropIf(func(_ overlay.Key, at time.Time) bool { return at.Before(cutoff) })
+}
+
+// Tombstones returns how many deletes the node remembers.
+func (n *Node) Tombstones() int { return n.tombs.len() }
+
+// TombstoneVersion changes whenever the node's tombstones do: a runtime that persists the
+// snapshot need not compare them otherwise.
+func (n *Node) TombstoneVersion() uint64 { return n.tombs.version }

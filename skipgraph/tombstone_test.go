@@ -1,0 +1,214 @@
+package skipgraph
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/skiprange/skiprange/overlay"
+	"github.com/skiprange/skiprange/overlay/pb"
+)
+
+// deleteAll deletes the keys from, from+100, … below to through node via, and takes them out of
+// want.
+func (nw *testNet) deleteAll(t *testing.T, want map[int]string, via overlay.NodeID, from, to int) {
+	t.Helper()
+	var reqs []uint64
+	for i := from; i < to; i += 100 {
+		delete(want, i)
+		reqs = append(reqs, nw.nodes[via].Delete(k(i)))
+	}
+	nw.run()
+	for _, r := range reqs {
+		if res := nw.envs[via].result(t, r); res.Status != pb.Status_STATUS_OK {
+			t.Fatalf("delete through %s: %+v", via, res)
+		}
+	}
+}
+
+// checkDeleted reads the keys from, from+100, … below to through every live node and fails
+// unless each answers "not found".
+func (nw *testNet) checkDeleted(t *testing.T, from, to int) {
+	t.Helper()
+	for _, n := range nw.live() {
+		for i := from; i < to; i += 100 {
+			get := n.Get(k(i))
+			nw.run()
+			if r := nw.envs[n.ID()].result(t, get); r.Status != pb.Status_STATUS_NOT_FOUND {
+				t.Fatalf("get %d through %s after it was deleted: %s %q from %s, want not found", i, n.ID(), r.Status, r.Value, r.Owner)
+			}
+		}
+	}
+}
+
+// checkAfterReturn lets b's return settle, then checks the ring, that the keys 1000, 1100, …,
+// 1400 deleted while b was away stay deleted, and the values of want.
+func (nw *testNet) checkAfterReturn(t *testing.T, want map[int]string) {
+	t.Helper()
+	nw.advance(3 * time.Minute)
+	nw.checkRing()
+	nw.checkDeleted(t, 1000, 1500)
+	nw.checkAllValues(t, want)
+}
+
+// TestDeletesDuringAnOutageStayDeleted: keys of b's range are deleted while b is out of the ring
+// and its predecessor a holds b's range without b's items. When b is back, its older copies
+// must not bring the keys back, whichever way it returns.
+func TestDeletesDuringAnOutageStayDeleted(t *testing.T) {
+	t.Run("restart", func(t *testing.T) {
+		nw, want, snap := bDeclaredDead(t)
+		nw.deleteAll(t, want, "d", 1000, 1500)
+		if _, err := nw.restart("b", snap); err != nil {
+			t.Fatal(err)
+		}
+		nw.checkAfterReturn(t, want)
+	})
+	t.Run("pause", func(t *testing.T) {
+		nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+		want := initialValues()
+		nw.pause("b")
+		nw.advance(2 * time.Minute)
+		if len(nw.nodes["a"].LostRanges()) == 0 {
+			t.Fatal("a did not take b's range over: the test tests nothing")
+		}
+		nw.deleteAll(t, want, "d", 1000, 1500)
+		nw.resume("b")
+		nw.checkAfterReturn(t, want)
+	})
+	t.Run("gives its place up", func(t *testing.T) {
+		nw, want, snap := bDeclaredDead(t)
+		nw.deleteAll(t, want, "d", 1000, 1500)
+		b, err := nw.restart("b", snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Never confirmed: b writes its copies out to their owners, leaving what those hold.
+		b.unconfirmedSince = nw.clock.now.Add(-time.Duration(maxUnconfirmed+1) * nw.cfg.ProbeInterval)
+		b.heardAny = nw.clock.now
+		b.onTick()
+		if b.State() != StateJoining {
+			t.Fatalf("b is %s, not joining again: the test tests nothing", b.State())
+		}
+		nw.checkAfterReturn(t, want)
+	})
+}
+
+// TestTombstonesTravelWithTheLostPart: the node holding b's range without b's items hands it on
+// — by a leave, its tombstones spread over several chunks, or by restarting from its snapshot —
+// and b, back, still finds its deleted keys deleted.
+func TestTombstonesTravelWithTheLostPart(t *testing.T) {
+	t.Run("leave", func(t *testing.T) {
+		nw, want, snap := bDeclaredDead(t)
+		nw.deleteAll(t, want, "d", 1000, 1500)
+		a := nw.nodes["a"]
+		a.cfg.ChunkItems = 2 // a's five items and five tombstones in several chunks
+		if err := a.Leave(); err != nil {
+			t.Fatal(err)
+		}
+		nw.advance(2 * time.Minute)
+		if a.State() != StateLeft || nw.nodes["e"].tombs.len() != 5 {
+			t.Fatalf("a is %s; e, which took its range, holds %d tombstones, want 5", a.State(), nw.nodes["e"].tombs.len())
+		}
+		if _, err := nw.restart("b", snap); err != nil {
+			t.Fatal(err)
+		}
+		nw.checkAfterReturn(t, want)
+		if n := nw.nodes["e"].tombs.len(); n != 0 {
+			t.Fatalf("e keeps %d tombstones after b's re-admission", n)
+		}
+	})
+	t.Run("snapshot", func(t *testing.T) {
+		nw, want, snapB := bDeclaredDead(t)
+		nw.deleteAll(t, want, "d", 1000, 1500)
+		snapA := proto.Clone(nw.nodes["a"].Snapshot()).(*pb.NodeSnapshot)
+		if len(snapA.Tombstones) != 5 {
+			t.Fatalf("a's snapshot holds %d tombstones, want 5", len(snapA.Tombstones))
+		}
+		nw.crash("a")
+		if _, err := nw.restart("a", snapA); err != nil {
+			t.Fatal(err)
+		}
+		nw.advance(time.Minute)
+		if _, err := nw.restart("b", snapB); err != nil {
+			t.Fatal(err)
+		}
+		nw.checkAfterReturn(t, want)
+	})
+}
+
+// TestTombstoneReads: a read of a key deleted in a lost part answers "not found" (it did exist,
+// and is deleted), one of a key never written there STATUS_LOST (it may have existed); a put
+// forgets the tombstone.
+func TestTombstoneReads(t *testing.T) {
+	nw, want, _ := bDeclaredDead(t)
+	nw.deleteAll(t, want, "d", 1000, 1100)
+	d := nw.nodes["d"]
+	get := func(i int) overlay.Result {
+		r := d.Get(k(i))
+		nw.run()
+		return nw.envs["d"].result(t, r)
+	}
+	if r := get(1000); r.Status != pb.Status_STATUS_NOT_FOUND {
+		t.Fatalf("get of a key deleted in a lost part: %s", r.Status)
+	}
+	if r := get(1050); r.Status != pb.Status_STATUS_LOST {
+		t.Fatalf("get of a key never written in a lost part: %s", r.Status)
+	}
+	d.Put(k(1000), []byte("again"))
+	nw.run()
+	if nw.nodes["a"].tombs.has(k(1000)) {
+		t.Fatal("the tombstone outlived a put of its key")
+	}
+	if r := get(1000); r.Status != pb.Status_STATUS_OK || string(r.Value) != "again" {
+		t.Fatalf("get after the put: %s %q", r.Status, r.Value)
+	}
+}
+
+// TestTombstoneLimits: tombstones expire after TombstoneTTL, and beyond MaxTombstones the oldest
+// tenth goes, counted.
+func TestTombstoneLimits(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxTombstones = 10
+	nw := newTestNet(t, cfg)
+	a := nw.bootstrap("a")
+	for i := 0; i < 11; i++ {
+		a.tombs.set(k(i), nw.clock.now.Add(time.Duration(i)*time.Second))
+		a.evictTombstones()
+	}
+	if a.tombs.len() != 9 || a.tombs.has(k(0)) || a.tombs.has(k(1)) || !a.tombs.has(k(2)) || a.Stats.TombstonesEvicted != 2 {
+		t.Fatalf("after 11 tombstones with room for 10: %d kept, evicted %d, 0 kept %v, 2 kept %v",
+			a.tombs.len(), a.Stats.TombstonesEvicted, a.tombs.has(k(0)), a.tombs.has(k(2)))
+	}
+	nw.clock.now = nw.clock.now.Add(cfg.TombstoneTTL + 5*time.Second + time.Millisecond)
+	a.expireTombstones()
+	if a.tombs.len() != 5 || a.tombs.has(k(5)) || !a.tombs.has(k(6)) {
+		t.Fatalf("after the lifetime of the first six: %d kept", a.tombs.len())
+	}
+}
+
+// TestBatchDeletesWalkTheirOwners: a batch write mixing values and deletes (a re-admission's)
+// walks every owner of its keys, each storing and deleting its share.
+func TestBatchDeletesWalkTheirOwners(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	want := initialValues()
+	var batch []overlay.Item
+	for i := 500; i < 4900; i += 400 {
+		batch = append(batch, overlay.Item{Key: k(i), Deleted: true})
+		delete(want, i)
+		want[i+50] = fmt.Sprint("b", i)
+		batch = append(batch, overlay.Item{Key: k(i + 50), Value: []byte(want[i+50])})
+	}
+	a := nw.nodes["a"]
+	var res overlay.Result
+	a.putBatch(batch, false, "", func(r overlay.Result) { res = r })
+	nw.run()
+	if res.Status != pb.Status_STATUS_OK || res.Stored != len(batch) {
+		t.Fatalf("batch of %d: %s, %d stored", len(batch), res.Status, res.Stored)
+	}
+	nw.checkAllValues(t, want)
+	for i := 500; i < 4900; i += 400 {
+		nw.checkDeleted(t, i, i+1)
+	}
+}
