@@ -133,6 +133,11 @@ func (n *Node) predHeardLately() bool {
 // be stale meanwhile, so it gives none of them away: no NIX, no leave, no re-admission push.
 func (n *Node) unconfirmed() bool { return !n.unconfirmedSince.IsZero() }
 
+// Unconfirmed reports whether the node waits for its neighbours to confirm its range (see
+// unconfirmed): until then it holds the requests for it, and copies on their way to it (a
+// re-admission's items and deletes) may still replace what it holds.
+func (n *Node) Unconfirmed() bool { return n.Owns() && n.unconfirmed() }
+
 // silenceLimit is the earliest a predecessor can declare this node dead: ProbeMisses
 // unanswered pings after the last exchange, less one interval of margin (a predecessor that has
 // seen losses waits for lossyMisses more, but this node cannot know that it has).

@@ -71,6 +71,18 @@ func (p *propertyNet) settle(what string) {
 	if !ok {
 		p.t.Fatalf("%s: %d requests never answered", what, p.h.Pending())
 	}
+	// A node that waits for its neighbours' word is not settled, though the ring around it is:
+	// the re-admission's items and deletes may still be on their way to replace its copies
+	// (requests for them it holds meanwhile). A node gives up waiting in maxUnconfirmed probe
+	// intervals; the items are checked after a longer bound either way.
+	p.h.Net.RunWhile(func() bool {
+		for _, s := range p.h.Net.order {
+			if s.alive && s.node.Unconfirmed() {
+				return true
+			}
+		}
+		return false
+	}, p.h.Net.Now()+600*time.Second)
 	if !p.h.settle(3000*time.Second, func(int) {}) {
 		for _, s := range p.h.Net.order {
 			if !s.node.Owns() {
