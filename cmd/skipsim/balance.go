@@ -43,8 +43,8 @@ frequent first).
 
 Heterogeneous nodes: --thresholds 30,60,120 gives the nodes these thresholds in equal shares,
 at places drawn from --seed (each node's overThres scales with its thres: --over-thres times its
-thres over --thres); every node must end under its own. loads.svg draws each node's thres, the
-ring map (--ring-every) marks loads against the base --thres. A
+thres over --thres); every node must end under its own. loads.svg draws each node's thres, and
+the ring map (--ring-every) marks each node's load against its own. A
 workload that no assignment of its keys to the nodes can balance (a key at or over every thres,
 more nodes needed than there are when they share one thres, or a total load at or over the sum
 of the thresholds) ends at once with exit status 2.

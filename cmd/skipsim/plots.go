@@ -38,7 +38,7 @@ const ringRoomShare = 0.7
 func plotRing(path, title string, p sim.BalanceParams, r *sim.BalanceResult) error {
 	recs := make([]report.RingRecord, len(r.Ring))
 	for i, sn := range r.Ring {
-		recs[i] = report.RingRecord{T: sn.T, Load: sn.Load}
+		recs[i] = report.RingRecord{T: sn.T, Load: sn.Load, Thres: sn.Thres}
 	}
 	opt := report.PlotOptions{Title: title, XLabel: "node (index in ring order)", YLabel: "time (s)"}
 	return report.RingMap(path, opt, recs, p.Net.Node.Balance.Thres, ringRoomShare)

@@ -216,6 +216,12 @@ func TestRingMap(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSVG(t, path, "lump", "under 70% of thres", "at or over thres")
+	// Each node's own thres: loads of 50 are over a thres of 40 and under 70% of one of 100.
+	mixed := []RingRecord{{T: 1, Load: []float64{50, 50}, Thres: []float64{40, 100}}}
+	if err := RingMap(filepath.Join(dir, "mixed.svg"), PlotOptions{Title: "mixed"}, mixed, 60, 0.7); err != nil {
+		t.Fatal(err)
+	}
+	checkSVG(t, filepath.Join(dir, "mixed.svg"), "under 70% of thres", "at or over thres")
 
 	bad := []struct {
 		name      string
@@ -227,6 +233,8 @@ func TestRingMap(t *testing.T) {
 		{"infinite time", []RingRecord{{T: math.Inf(1), Load: []float64{1}}}, 60, 0.7},
 		{"zero thres", recs, 0, 0.7},
 		{"room share 1", recs, 60, 1},
+		{"thresholds not one a node", []RingRecord{{T: 1, Load: []float64{1, 2}, Thres: []float64{60}}}, 60, 0.7},
+		{"zero node thres", []RingRecord{{T: 1, Load: []float64{1}, Thres: []float64{0}}}, 60, 0.7},
 	}
 	for _, c := range bad {
 		if err := RingMap(filepath.Join(dir, "bad.svg"), PlotOptions{}, c.recs, c.thres, c.rs); err == nil {

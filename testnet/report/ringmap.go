@@ -12,15 +12,17 @@ import (
 )
 
 // RingRecord is every node's load at one instant, in ring order (node i is the i-th from the
-// smallest start).
+// smallest start), and each node's thres when the nodes have their own (empty: RingMap's).
 type RingRecord struct {
-	T    float64
-	Load []float64
+	T     float64
+	Load  []float64
+	Thres []float64
 }
 
 // RingMap draws where the loaded and the light nodes are over time: x is a node's index in ring
-// order, y the instant; a node at or over thres is a vermillion dot whose area grows with its
-// load, one under roomShare·thres a small blue dot, the others are left out. A lump of load that
+// order, y the instant; a node at or over its thres (the record's, else thres) is a vermillion
+// dot whose area grows with its load against that thres, one under roomShare·thres a small blue
+// dot, the others are left out. A lump of load that
 // travels from node to node draws a slanted track; nodes with room for it draw columns of dots.
 // The figure is 8in × 6in, written to path (.svg or .png).
 func RingMap(path string, opt PlotOptions, records []RingRecord, thres, roomShare float64) error {
@@ -34,7 +36,7 @@ func RingMap(path string, opt PlotOptions, records []RingRecord, thres, roomShar
 		return fmt.Errorf("report: RingMap: thres %v must be positive and roomShare %v in (0,1)", thres, roomShare)
 	}
 	var over, light plotter.XYs
-	var overLoad []float64
+	var overLoad []float64 // each dot's load over its node's thres
 	xmax := 1.0
 	for _, r := range records {
 		if err := checkValues("RingRecord.Load", r.Load, false); err != nil {
@@ -43,13 +45,27 @@ func RingMap(path string, opt PlotOptions, records []RingRecord, thres, roomShar
 		if math.IsNaN(r.T) || math.IsInf(r.T, 0) {
 			return fmt.Errorf("report: RingRecord.T is %v", r.T)
 		}
+		if len(r.Thres) > 0 {
+			if len(r.Thres) != len(r.Load) {
+				return fmt.Errorf("report: RingRecord at %v has %d thresholds for %d loads", r.T, len(r.Thres), len(r.Load))
+			}
+			for j, th := range r.Thres {
+				if !(th > 0) || math.IsInf(th, 0) {
+					return fmt.Errorf("report: RingRecord at %v: thres[%d] = %v must be positive", r.T, j, th)
+				}
+			}
+		}
 		xmax = math.Max(xmax, float64(len(r.Load)))
 		for i, l := range r.Load {
+			th := thres
+			if len(r.Thres) > 0 {
+				th = r.Thres[i]
+			}
 			switch {
-			case l >= thres:
+			case l >= th:
 				over = append(over, plotter.XY{X: float64(i), Y: r.T})
-				overLoad = append(overLoad, l)
-			case l < roomShare*thres:
+				overLoad = append(overLoad, l/th)
+			case l < roomShare*th:
 				light = append(light, plotter.XY{X: float64(i), Y: r.T})
 			}
 		}
@@ -71,7 +87,7 @@ func RingMap(path string, opt PlotOptions, records []RingRecord, thres, roomShar
 		}
 		s.GlyphStyleFunc = func(i int) draw.GlyphStyle {
 			// Area in proportion to the load: a lump of three times thres is three times the dot.
-			r := vg.Points(1.6 * math.Sqrt(math.Min(overLoad[i]/thres, 30)))
+			r := vg.Points(1.6 * math.Sqrt(math.Min(overLoad[i], 30)))
 			return draw.GlyphStyle{Color: color.NRGBA{R: 0xD5, G: 0x5E, B: 0x00, A: 0xC0}, Radius: r, Shape: draw.CircleGlyph{}}
 		}
 		p.Add(s)

@@ -175,7 +175,8 @@ type BalanceResult struct {
 	Series    []Sample   `json:"series"`
 	Snapshots []Snapshot `json:"snapshots"`
 	// Ring holds the RingEvery records: each node's load as counted for completion (pieces in
-	// flight at their receivers), in ring order from the smallest start.
+	// flight at their receivers), in ring order from the smallest start, with each node's thres
+	// when they differ.
 	Ring []Snapshot `json:"ring,omitempty"`
 	Wall float64    `json:"wall_s"`
 }
@@ -553,7 +554,7 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 		}
 		loads, over := loadsNow()
 		if p.RingEvery > 0 && (now-p.Warmup)%p.RingEvery == 0 {
-			res.Ring = append(res.Ring, ringRecord(now.Seconds(), counted, loads, position))
+			res.Ring = append(res.Ring, ringRecord(now.Seconds(), counted, loads, position, len(p.Thresholds) > 0))
 		}
 		if p.Overloaded != nil {
 			p.Overloaded(over)
@@ -640,16 +641,19 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 }
 
 // ringRecord is one Ring entry: the counted nodes' loads ordered by their starts.
-func ringRecord(t float64, nodes []*simNode, loads []float64, position func(overlay.Key) float64) Snapshot {
-	type node struct{ start, load float64 }
+func ringRecord(t float64, nodes []*simNode, loads []float64, position func(overlay.Key) float64, withThres bool) Snapshot {
+	type node struct{ start, load, thres float64 }
 	ring := make([]node, len(nodes))
 	for i, s := range nodes {
-		ring[i] = node{position(s.node.Self().Start), loads[i]}
+		ring[i] = node{position(s.node.Self().Start), loads[i], s.node.Balancer.Config().Thres}
 	}
 	sort.SliceStable(ring, func(a, b int) bool { return ring[a].start < ring[b].start })
 	sn := Snapshot{T: t, Start: make([]float64, len(ring)), Load: make([]float64, len(ring))}
 	for i, n := range ring {
 		sn.Start[i], sn.Load[i] = n.start, n.load
+		if withThres {
+			sn.Thres = append(sn.Thres, n.thres)
+		}
 	}
 	return sn
 }

@@ -75,6 +75,7 @@ func TestBalanceHeterogeneousNodes(t *testing.T) {
 	p := smallBalance(nixmig.NIXMIG, w, 1)
 	p.Rate = 40 // 8/s a hot key: seven under 60, so 500 hot keys need 72 nodes of 60 (of 50)
 	p.SnapshotsAt = []time.Duration{p.Warmup}
+	p.RingEvery = 100 * time.Second
 	homogeneous := p.Feasibility()
 	p.Thresholds = []float64{60, 120, 240}
 	mixed := p.Feasibility()
@@ -104,6 +105,18 @@ func TestBalanceHeterogeneousNodes(t *testing.T) {
 	}
 	if len(classes) != 3 || over60 == 0 {
 		t.Fatalf("thresholds at the end %v, %d nodes carrying 60/s or more", classes, over60)
+	}
+	// The ring records carry each node's thres too, for the ring map.
+	ring := res.Ring[len(res.Ring)-1]
+	if len(ring.Thres) != len(ring.Load) {
+		t.Fatalf("the last ring record holds %d thresholds for %d nodes", len(ring.Thres), len(ring.Load))
+	}
+	ringClasses := map[float64]int{}
+	for _, th := range ring.Thres {
+		ringClasses[th]++
+	}
+	if len(ringClasses) != 3 {
+		t.Fatalf("ring record thresholds %v", ringClasses)
 	}
 }
 
