@@ -47,6 +47,7 @@ type leaveState struct {
 	// it has joined again: strays go on to it, and it may turn up as the successor, below).
 	handedTo overlay.Peer
 	attempts int
+	timer    uint64 // the ID of the retry timer that counts; earlier ones are ignored
 	cause    pb.Cause
 	// then, when set, is where the node joins again once its range is handed over (a migration).
 	then *migration
@@ -449,14 +450,37 @@ func (n *Node) becomeNew() {
 	n.state = StateNew
 }
 
+// retryLeave tries the leave again after a back-off growing with the attempts.
+func (n *Node) retryLeave() {
+	n.leave.attempts++
+	n.leave.timer++
+	n.env.SetTimer(n.backoff(n.cfg.JoinBackoff, n.leave.attempts), overlay.Timer{Kind: timerLeave, ID: n.leave.timer})
+}
+
+// onLeaveTimer runs tryLeave for the retry timer that counts.
+func (n *Node) onLeaveTimer(id uint64) {
+	if id == n.leave.timer {
+		n.tryLeave()
+	}
+}
+
+// leaveNow tries a leave held back by a wait that just ended at once, instead of at its
+// back-off (up to 18 s after a few attempts: a migrant that stood still while leaving waited so
+// after its neighbours confirmed it, found by the balancing property test).
+func (n *Node) leaveNow() {
+	if n.state == StateLeaving {
+		n.leave.timer++ // the pending retry is this one
+		n.tryLeave()
+	}
+}
+
 func (n *Node) tryLeave() {
 	if n.state != StateLeaving {
 		return
 	}
 	pred := n.levels[0].pred
 	if n.Busy() || pred.IsZero() || n.unconfirmed() {
-		n.leave.attempts++
-		n.env.SetTimer(n.backoff(n.cfg.JoinBackoff, n.leave.attempts), overlay.Timer{Kind: timerLeave})
+		n.retryLeave()
 		return
 	}
 	if n.levels[0].succ.ID == n.self.ID && (len(n.maintain.former) > 0 || len(n.maintain.cutOff) > 0) {
@@ -465,8 +489,7 @@ func (n *Node) tryLeave() {
 		// now took the only copies of its items out of a network that still ran (a random case
 		// of TestPartitionProperties: a node cut off alone was asked to leave). The runtime's
 		// leave ends at its deadline meanwhile, keeping the store for a restart.
-		n.leave.attempts++
-		n.env.SetTimer(n.backoff(n.cfg.JoinBackoff, n.leave.attempts), overlay.Timer{Kind: timerLeave})
+		n.retryLeave()
 		return
 	}
 	if n.levels[0].succ.ID == n.self.ID {
@@ -483,8 +506,7 @@ func (n *Node) tryLeave() {
 	succ := n.levels[0].succ
 	x, err := n.give(pb.HandoffKind_HANDOFF_LEAVE, n.leave.cause, pred, n.Range(), neighbours{succ: succ, succList: n.succList})
 	if err != nil {
-		n.leave.attempts++
-		n.env.SetTimer(n.backoff(n.cfg.JoinBackoff, n.leave.attempts), overlay.Timer{Kind: timerLeave})
+		n.retryLeave()
 		return
 	}
 	x.onFlip = func() { n.left(pred) }
@@ -496,8 +518,7 @@ func (n *Node) tryLeave() {
 		}
 	}
 	x.onAbort = func(string) {
-		n.leave.attempts++
-		n.env.SetTimer(n.backoff(n.cfg.JoinBackoff, n.leave.attempts), overlay.Timer{Kind: timerLeave})
+		n.retryLeave()
 	}
 }
 

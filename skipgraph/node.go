@@ -430,7 +430,7 @@ func (n *Node) HandleTimer(t overlay.Timer) {
 	case timerIn:
 		n.onInTimer(t.ID)
 	case timerLeave:
-		n.tryLeave()
+		n.onLeaveTimer(t.ID)
 	case timerLinger:
 		n.onLingerEnd()
 	}

@@ -278,6 +278,7 @@ func (n *Node) endWait() {
 		return cmp.Compare(batchFirst(a), batchFirst(b))
 	})
 	n.releaseHeld()
+	n.leaveNow()
 }
 
 func batchFirst(m *pb.Envelope) int {

@@ -563,3 +563,31 @@ func TestWaitingNodeTakesNoHandoff(t *testing.T) {
 		t.Fatalf("b owns %s a minute later, want %s", b.Range(), want)
 	}
 }
+
+// TestWaitingLeaverLeavesOnceConfirmed: c migrates while it waits for its neighbours' word (it
+// stood still: a pause), so its leave waits too, its retries backing off. The moment its wait
+// ends it hands its range over, rather than at its next retry (up to 18 s later).
+func TestWaitingLeaverLeavesOnceConfirmed(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	c := nw.nodes["c"]
+	c.startWait()
+	c.leave.attempts = 3 // as after a few tries
+	if err := c.Migrate("e", k(4500), false); err != nil {
+		t.Fatal(err)
+	}
+	if c.State() != StateLeaving || c.Busy() {
+		t.Fatalf("c is %s, busy %v: its leave should wait for its confirmation", c.State(), c.Busy())
+	}
+	confirmed := false
+	nw.advanceWith(time.Minute, func(string) {
+		if !confirmed && !c.unconfirmed() {
+			confirmed = true
+			if c.State() == StateLeaving && !c.Busy() {
+				t.Fatalf("confirmed at %v, c is still leaving with no handoff under way", nw.clock.now)
+			}
+		}
+	})
+	if !confirmed || c.Range() != (overlay.Range{Start: k(4500), End: ""}) {
+		t.Fatalf("c confirmed %v, owns %s a minute later, want [4500, \"\")", confirmed, c.Range())
+	}
+}
