@@ -44,7 +44,7 @@ var chaosFlags = []string{
 	"--log-level", "debug", // handoffs, link changes and failures go to the container logs the test saves
 }
 
-var chaosWorkload = WorkloadConfig{Rate: 150, Workers: 6, GetShare: 0.6, ScanShare: 0.1, ScanKeys: 16, ScanLimit: 5,
+var chaosWorkload = WorkloadConfig{Rate: 150, Workers: 6, GetShare: 0.6, ScanShare: 0.1, DelShare: 0.06, ScanKeys: 16, ScanLimit: 5,
 	Timeout: 3 * time.Second, Quiet: 35 * time.Second}
 
 // scenarioResult is what one scenario measured, for the summary at the end.

@@ -48,43 +48,61 @@ func TestValueAndCheck(t *testing.T) {
 	if !ok || i != 42 || seq != 7 {
 		t.Fatalf("ParseValue(Value(42, 7)) = %d, %d, %v", i, seq, ok)
 	}
+	put := func(seq uint64) acked { return acked{seq: seq} }
+	del := func(seq uint64) acked { return acked{seq: seq, deleted: true} }
 	cases := []struct {
-		val           []byte
-		found         bool
-		acked, issued uint64
-		want          Verdict
+		val    []byte
+		found  bool
+		acked  acked
+		issued issued
+		want   Verdict
 	}{
-		{Value(1, 3), true, 3, 3, VerdictOK},
-		{Value(1, 4), true, 3, 4, VerdictOK},    // a write in flight, or failed on the client side
-		{Value(1, 2), true, 3, 4, VerdictStale}, // older than acknowledged
-		{Value(1, 5), true, 3, 4, VerdictBogus}, // never issued
-		{Value(2, 3), true, 3, 3, VerdictBogus}, // another key's value
-		{[]byte("junk"), true, 3, 3, VerdictBogus},
-		{nil, false, 3, 3, VerdictMissing},
-		{nil, false, 0, 1, VerdictOK}, // never acknowledged
+		{Value(1, 3), true, put(3), issued{seq: 3}, VerdictOK},
+		{Value(1, 4), true, put(3), issued{seq: 4}, VerdictOK},    // a write in flight, or failed on the client side
+		{Value(1, 2), true, put(3), issued{seq: 4}, VerdictStale}, // older than acknowledged
+		{Value(1, 5), true, put(3), issued{seq: 4}, VerdictBogus}, // never issued
+		{Value(2, 3), true, put(3), issued{seq: 3}, VerdictBogus}, // another key's value
+		{[]byte("junk"), true, put(3), issued{seq: 3}, VerdictBogus},
+		{nil, false, put(3), issued{seq: 3}, VerdictMissing},
+		{nil, false, acked{}, issued{seq: 1}, VerdictOK},                     // never acknowledged
+		{nil, false, del(3), issued{seq: 3, delete: 3}, VerdictOK},           // deleted
+		{nil, false, put(3), issued{seq: 4, delete: 4}, VerdictOK},           // a delete in flight, or failed
+		{nil, false, put(3), issued{seq: 3, delete: 2}, VerdictMissing},      // deleted, then put again
+		{Value(1, 2), true, del(3), issued{seq: 3, delete: 3}, VerdictStale}, // the delete undone
+		{Value(1, 4), true, del(3), issued{seq: 4, delete: 3}, VerdictOK},    // put again after it
+		{Value(1, 3), true, put(2), issued{seq: 3, delete: 3}, VerdictBogus}, // s3 is a delete: no value
 	}
 	for _, c := range cases {
 		if got, msg := check(1, c.val, c.found, c.acked, c.issued); got != c.want {
-			t.Errorf("check(%q, found=%v, acked %d, issued %d) = %v (%s), want %v", c.val, c.found, c.acked, c.issued, got, msg, c.want)
+			t.Errorf("check(%q, found=%v, acked %+v, issued %+v) = %v (%s), want %v", c.val, c.found, c.acked, c.issued, got, msg, c.want)
 		}
 	}
 }
 
 func TestModelWrites(t *testing.T) {
 	m := NewModel(NewKeySpace(10))
-	seq, ok := m.beginWrite(3, time.Now())
+	seq, ok := m.beginWrite(3, time.Now(), false)
 	if !ok || seq != 1 {
 		t.Fatalf("first write: %d, %v", seq, ok)
 	}
-	if _, ok := m.beginWrite(3, time.Now()); ok {
+	if _, ok := m.beginWrite(3, time.Now(), false); ok {
 		t.Fatal("a second write while one is in flight")
 	}
 	m.endWrite(3, seq, time.Now(), false, time.Minute, "node1", "", "timeout")
-	if _, ok := m.beginWrite(3, time.Now()); ok {
+	if _, ok := m.beginWrite(3, time.Now(), false); ok {
 		t.Fatal("a write during the quiet period after a failed one")
 	}
-	if m.ackedOf(3) != 0 || m.issuedOf(3) != 1 {
-		t.Fatalf("acked %d issued %d after a failed write", m.ackedOf(3), m.issuedOf(3))
+	if m.ackedOf(3) != (acked{}) || m.issuedOf(3) != (issued{seq: 1}) {
+		t.Fatalf("acked %+v issued %+v after a failed write", m.ackedOf(3), m.issuedOf(3))
+	}
+	// A delete acknowledged.
+	seq, ok = m.beginWrite(5, time.Now(), true)
+	if !ok {
+		t.Fatal("no delete of a fresh key")
+	}
+	m.endWrite(5, seq, time.Now(), true, time.Minute, "node1", "", "ok")
+	if m.ackedOf(5) != (acked{seq: 1, deleted: true}) || m.issuedOf(5) != (issued{seq: 1, delete: 1}) {
+		t.Fatalf("after an acknowledged delete: acked %+v issued %+v", m.ackedOf(5), m.issuedOf(5))
 	}
 }
 

@@ -63,13 +63,17 @@ func (ks KeySpace) Within(kr *pb.KeyRange) []int {
 
 // keyState is the model of one key: acked is the sequence number of the last acknowledged write,
 // issued the last one sent (writes after acked failed on the client's side and may or may not
-// have been applied). Only one write per key is in flight at a time (writing), and after a failed
-// write the key is not written again until quietUntil — past the entry node's own request
-// timeout — so that a late failed write can never overwrite a newer acknowledged one.
+// have been applied). A write is a put of Value(i, seq) or a delete: ackedDel says the
+// acknowledged one was a delete, delIssued is the sequence of the last delete sent. Only one
+// write per key is in flight at a time (writing), and after a failed write the key is not
+// written again until quietUntil — past the entry node's own request timeout — so that a late
+// failed write can never overwrite a newer acknowledged one.
 type keyState struct {
 	mu         sync.Mutex
 	acked      uint64
+	ackedDel   bool
 	issued     uint64
+	delIssued  uint64
 	ackedSent  time.Time // when the acked write was sent
 	writing    bool
 	quietUntil time.Time
@@ -112,19 +116,29 @@ func ParseValue(v []byte) (i int, seq uint64, ok bool) {
 	return a, b, err1 == nil && err2 == nil
 }
 
-// snapshot returns the key's acked sequence (taken before a read is sent).
-func (m *Model) ackedOf(i int) uint64 {
-	k := &m.keys[i]
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.acked
+// acked is a key's last acknowledged write, taken before a read is sent.
+type acked struct {
+	seq     uint64
+	deleted bool
 }
 
-func (m *Model) issuedOf(i int) uint64 {
+// issued is a key's last writes sent, taken after a read's answer came.
+type issued struct {
+	seq, delete uint64 // the last write, and the last delete (0: none)
+}
+
+func (m *Model) ackedOf(i int) acked {
 	k := &m.keys[i]
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.issued
+	return acked{k.acked, k.ackedDel}
+}
+
+func (m *Model) issuedOf(i int) issued {
+	k := &m.keys[i]
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return issued{k.issued, k.delIssued}
 }
 
 // AckedSent returns when key i's acknowledged write was sent.
@@ -135,9 +149,9 @@ func (m *Model) AckedSent(i int) time.Time {
 	return k.ackedSent
 }
 
-// beginWrite reserves key i for a write and returns its sequence number, or false when the key
-// is being written or quiet.
-func (m *Model) beginWrite(i int, now time.Time) (uint64, bool) {
+// beginWrite reserves key i for a write (a delete when del) and returns its sequence number, or
+// false when the key is being written or quiet.
+func (m *Model) beginWrite(i int, now time.Time, del bool) (uint64, bool) {
 	k := &m.keys[i]
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -146,6 +160,9 @@ func (m *Model) beginWrite(i int, now time.Time) (uint64, bool) {
 	}
 	k.writing = true
 	k.issued++
+	if del {
+		k.delIssued = k.issued
+	}
 	return k.issued, true
 }
 
@@ -161,7 +178,7 @@ func (m *Model) endWrite(i int, seq uint64, sent time.Time, ok bool, quiet time.
 	}
 	k.writing = false
 	if ok {
-		k.acked, k.ackedSent = seq, sent
+		k.acked, k.ackedDel, k.ackedSent = seq, seq == k.delIssued, sent
 	} else {
 		k.quietUntil = time.Now().Add(quiet)
 	}
@@ -187,28 +204,37 @@ const (
 	VerdictOK      Verdict = iota
 	VerdictStale           // a value older than the last acknowledged write
 	VerdictBogus           // a value never written to this key
-	VerdictMissing         // not found, though a write was acknowledged
+	VerdictMissing         // not found, though a put was acknowledged
 )
 
 func (v Verdict) String() string {
 	return [...]string{"ok", "stale value", "value never written to this key", "acknowledged key not found"}[v]
 }
 
-// check judges a value read for key i, given the acked sequence before the read was sent and
-// the issued one after its answer came.
-func check(i int, val []byte, found bool, ackedBefore, issuedAfter uint64) (Verdict, string) {
+// mayBeAbsent reports whether key i may be missing: never acknowledged, deleted by the
+// acknowledged write, or by a later delete sent (in flight, or failed on the client's side).
+func mayBeAbsent(before acked, after issued) bool {
+	return before.seq == 0 || before.deleted || after.delete > before.seq
+}
+
+// check judges a value read for key i, given the acknowledged write before the read was sent
+// and the writes issued by the time its answer came. A value older than an acknowledged delete
+// is stale: the delete was undone.
+func check(i int, val []byte, found bool, before acked, after issued) (Verdict, string) {
 	if !found {
-		if ackedBefore > 0 {
-			return VerdictMissing, fmt.Sprintf("key %d not found; write s%d was acknowledged", i, ackedBefore)
+		if !mayBeAbsent(before, after) {
+			return VerdictMissing, fmt.Sprintf("key %d not found; put s%d was acknowledged", i, before.seq)
 		}
 		return VerdictOK, ""
 	}
 	vi, seq, ok := ParseValue(val)
 	switch {
-	case !ok || vi != i || seq == 0 || seq > issuedAfter:
-		return VerdictBogus, fmt.Sprintf("key %d: value %.40q (issued up to s%d)", i, val, issuedAfter)
-	case seq < ackedBefore:
-		return VerdictStale, fmt.Sprintf("key %d: value s%d older than the acknowledged s%d", i, seq, ackedBefore)
+	case !ok || vi != i || seq == 0 || seq > after.seq || seq == after.delete:
+		return VerdictBogus, fmt.Sprintf("key %d: value %.40q (issued up to s%d)", i, val, after.seq)
+	case seq < before.seq && before.deleted:
+		return VerdictStale, fmt.Sprintf("key %d: value s%d, though the delete s%d was acknowledged", i, seq, before.seq)
+	case seq < before.seq:
+		return VerdictStale, fmt.Sprintf("key %d: value s%d older than the acknowledged s%d", i, seq, before.seq)
 	}
 	return VerdictOK, ""
 }
@@ -241,6 +267,7 @@ type WorkloadConfig struct {
 	Workers   int           // each owns the keys i with i % Workers == its number
 	GetShare  float64       // the rest after gets and scans are puts
 	ScanShare float64       // scans read ScanKeys consecutive keys with limit ScanLimit
+	DelShare  float64       // deletes of a key the worker owns; the rest are puts
 	ScanKeys  int           //
 	ScanLimit uint32        //
 	Timeout   time.Duration // per request
@@ -286,7 +313,7 @@ func (w *Workload) Load(ctx context.Context, batch int) error {
 		var items []*pb.Item
 		seqs := make([]uint64, 0, hi-lo)
 		for i := lo; i < hi; i++ {
-			seq, ok := m.beginWrite(i, time.Now())
+			seq, ok := m.beginWrite(i, time.Now(), false)
 			if !ok {
 				return fmt.Errorf("load: key %d busy", i)
 			}
@@ -396,8 +423,10 @@ func (w *Workload) worker(ctx context.Context, id int) {
 			w.get(ctx, own(), "get")
 		case x < w.cfg.GetShare+w.cfg.ScanShare:
 			w.scan(ctx, rng.IntN(w.Model.KS.N))
+		case x < w.cfg.GetShare+w.cfg.ScanShare+w.cfg.DelShare:
+			w.write(ctx, own(), true)
 		default:
-			w.put(ctx, own())
+			w.write(ctx, own(), false)
 		}
 	}
 }
@@ -481,22 +510,32 @@ func (w *Workload) get(ctx context.Context, i int, op string) string {
 	}
 }
 
-// put writes a new value to key i (skipped when the key is busy or quiet).
-func (w *Workload) put(ctx context.Context, i int) {
+// write puts a new value to key i, or deletes it (skipped when the key is busy or quiet).
+func (w *Workload) write(ctx context.Context, i int, del bool) {
 	m := w.Model
-	seq, ok := m.beginWrite(i, time.Now())
+	seq, ok := m.beginWrite(i, time.Now(), del)
 	if !ok {
 		return
+	}
+	op := "put"
+	if del {
+		op = "delete"
 	}
 	entry := w.entry()
 	sent := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
-	rep, err := w.tn.Client.Put(rctx, entry.Addr, m.KS.Key(i), Value(i, seq))
+	var rep *pb.ClientReply
+	var err error
+	if del {
+		rep, err = w.tn.Client.Delete(rctx, entry.Addr, m.KS.Key(i))
+	} else {
+		rep, err = w.tn.Client.Put(rctx, entry.Addr, m.KS.Key(i), Value(i, seq))
+	}
 	cancel()
 	m.endWrite(i, seq, sent, err == nil, w.cfg.Quiet, entry.Service, w.ownerName(rep.GetOwner()), client.Class(err))
-	w.count("put")
+	w.count(op)
 	if err != nil && ctx.Err() == nil {
-		w.recordErr("put", entry, err)
+		w.recordErr(op, entry, err)
 	}
 }
 
@@ -507,7 +546,7 @@ func (w *Workload) scan(ctx context.Context, lo int) {
 	m := w.Model
 	n := min(w.cfg.ScanKeys, m.KS.N-1)
 	idx := make([]int, n)
-	before := make([]uint64, n)
+	before := make([]acked, n)
 	for j := range idx {
 		idx[j] = (lo + j) % m.KS.N
 		before[j] = m.ackedOf(idx[j])
@@ -539,8 +578,8 @@ func (w *Workload) scan(ctx context.Context, lo int) {
 			w.violate("scan", "via %s: key %d out of order or outside [%d, %d)", entry.Service, ki, lo, lo+n)
 			return
 		}
-		if j > pos && !rep.GetIncomplete() {
-			w.violate("scan", "via %s, served by %s: scan from key %d skipped keys %v (answer not marked incomplete)", entry.Service, w.servedBy(rep), lo, idx[pos:j])
+		if skipped := w.missed(idx[pos:j], before[pos:j]); len(skipped) > 0 && !rep.GetIncomplete() {
+			w.violate("scan", "via %s, served by %s: scan from key %d skipped keys %v (answer not marked incomplete)", entry.Service, w.servedBy(rep), lo, skipped)
 		}
 		if v, msg := check(ki, it.GetValue(), true, before[j], m.issuedOf(ki)); v != VerdictOK {
 			w.violate("scan", "%s via %s, served by %s: %s; %s", v, entry.Service, w.servedBy(rep), msg, w.history(ki))
@@ -555,15 +594,27 @@ func (w *Workload) scan(ctx context.Context, lo int) {
 			end++
 		}
 	}
-	if pos < end && !rep.GetIncomplete() {
+	if missed := w.missed(idx[pos:end], before[pos:end]); len(missed) > 0 && !rep.GetIncomplete() {
 		w.violate("scan", "via %s, served by %s: scan from key %d (limit %d, more=%v) missed keys %v (answer not marked incomplete)",
-			entry.Service, w.servedBy(rep), lo, w.cfg.ScanLimit, rep.GetMore(), idx[pos:end])
+			entry.Service, w.servedBy(rep), lo, w.cfg.ScanLimit, rep.GetMore(), missed)
 	}
 	if rep.GetIncomplete() {
 		w.mu.Lock()
 		w.ops["scan_incomplete"]++
 		w.mu.Unlock()
 	}
+}
+
+// missed returns the keys of idx that a scan left out and the model says must be there (before:
+// their acknowledged writes when the scan was sent).
+func (w *Workload) missed(idx []int, before []acked) []int {
+	var out []int
+	for j, i := range idx {
+		if !mayBeAbsent(before[j], w.Model.issuedOf(i)) {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // Mark is a position in the workload's records, to report what happened since.
@@ -713,7 +764,8 @@ func (w *Workload) Verify(ctx context.Context, durableAfter time.Time, lostRings
 			key := m.KS.Key(i)
 			var rep *pb.ClientReply
 			var err error
-			var before, after uint64
+			var before acked
+			var after issued
 			var entry *Node
 			for attempt := 0; attempt < 4; attempt++ {
 				entry = w.entry()
@@ -751,11 +803,11 @@ func (w *Workload) Verify(ctx context.Context, durableAfter time.Time, lostRings
 				switch {
 				case !inLost(key):
 					res.Violations = append(res.Violations, fmt.Sprintf("key %d answered LOST via %s but lies in no reported lost range (acked s%d sent at %+.2fs)",
-						i, entry.Service, before, sent.Sub(w.tl.Start()).Seconds()))
+						i, entry.Service, before.seq, sent.Sub(w.tl.Start()).Seconds()))
 					res.BadKeys = append(res.BadKeys, i)
 				case sent.After(durableAfter):
 					res.Violations = append(res.Violations, fmt.Sprintf("key %d answered LOST via %s: its write s%d was sent at %+.2fs, after the ring was whole again (%+.2fs)",
-						i, entry.Service, before, sent.Sub(w.tl.Start()).Seconds(), durableAfter.Sub(w.tl.Start()).Seconds()))
+						i, entry.Service, before.seq, sent.Sub(w.tl.Start()).Seconds(), durableAfter.Sub(w.tl.Start()).Seconds()))
 					res.BadKeys = append(res.BadKeys, i)
 				default:
 					res.LostKeys = append(res.LostKeys, i)
@@ -778,7 +830,7 @@ func (w *Workload) Verify(ctx context.Context, durableAfter time.Time, lostRings
 // write, or failing; their workers write them again later.
 func (w *Workload) Rewrite(ctx context.Context, keys []int) (left []int) {
 	for _, i := range keys {
-		seq, ok := w.Model.beginWrite(i, time.Now())
+		seq, ok := w.Model.beginWrite(i, time.Now(), false)
 		if !ok {
 			left = append(left, i)
 			continue
