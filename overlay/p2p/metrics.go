@@ -87,6 +87,7 @@ var (
 	descRange     = prometheus.NewDesc("skiprange_node_range_fraction", "Share of the key circle the node owns (by the first 8 key bytes).", nil, nil)
 	descLocked    = prometheus.NewDesc("skiprange_node_locked", "1 while a balancing wave holds the node's lock.", nil, nil)
 	descLostRange = prometheus.NewDesc("skiprange_node_lost_ranges", "Parts of the node's range whose items were lost with failed nodes.", nil, nil)
+	descTombs     = prometheus.NewDesc("skiprange_node_tombstones", "Keys deleted in the node's lost ranges, remembered so that older copies do not bring them back.", nil, nil)
 	descCounter   = prometheus.NewDesc("skiprange_node_counter_total", "The node's protocol counters (handoffs, items moved, waves, NIX, MIG, locks, frames), by name.", []string{"name"}, nil)
 )
 
@@ -94,7 +95,7 @@ var (
 type nodeCollector struct{ r *Runtime }
 
 func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLoad, descThres, descItems, descRange, descLocked, descLostRange, descCounter} {
+	for _, d := range []*prometheus.Desc{descLoad, descThres, descItems, descRange, descLocked, descLostRange, descTombs, descCounter} {
 		ch <- d
 	}
 }
@@ -117,6 +118,7 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descLocked, locked)
 	gauge(descLostRange, float64(len(st.Lost)))
+	gauge(descTombs, float64(st.Tombstones))
 	for name, v := range st.Counters {
 		ch <- prometheus.MustNewConstMetric(descCounter, prometheus.CounterValue, float64(v), name)
 	}
