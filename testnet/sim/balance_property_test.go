@@ -283,26 +283,11 @@ func (b *balanceNet) burst(t *rapid.T) (solo string) {
 				// "this value or the one before", so puts there go to new keys.
 				break
 			}
-			b.h.Do(b.pick(t, ids, "writer"), func(nd *node.Node) uint64 {
-				if del {
-					return nd.Delete(k)
-				}
-				return nd.Put(k, []byte(v))
-			}, func(r overlay.Result) {
-				switch {
-				case r.Status != pb.Status_STATUS_OK && !b.pausedNow:
+			b.h.write(b.pick(t, ids, "writer"), k, v, del, func(r overlay.Result) {
+				if r.Status != pb.Status_STATUS_OK && !b.pausedNow {
 					t.Fatalf("write %x during a burst: %v %s", k, r.Status, r.Err)
-				case r.Status != pb.Status_STATUS_OK && del:
-					b.h.Lost[k] = true // the value it had, or none
-				case r.Status != pb.Status_STATUS_OK:
-					b.h.Expected[k], b.h.Lost[k] = v, true // the value written, or none
-				case del:
-					delete(b.h.Expected, k)
-					delete(b.h.Lost, k)
-				default:
-					b.h.Expected[k] = v
-					delete(b.h.Lost, k)
 				}
+				b.h.recordWrite(k, v, del, r)
 			})
 			last = "write"
 		default: // a read racing the handoffs, of a key no write of this burst touches

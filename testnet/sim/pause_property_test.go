@@ -106,24 +106,34 @@ func (p *propertyNet) writesDuring(t *rapid.T, paused []overlay.NodeID) {
 		}
 		busy[k] = true
 		v := fmt.Sprintf("p%d", i)
-		done := func(r overlay.Result) {
-			switch {
-			case r.Status != pb.Status_STATUS_OK && del:
-				p.h.Lost[k] = true // the value it had, or none
-			case r.Status != pb.Status_STATUS_OK:
-				p.h.Expected[k], p.h.Lost[k] = v, true // the value written, or none
-			case del:
-				delete(p.h.Expected, k)
-				delete(p.h.Lost, k)
-			default:
-				p.h.Expected[k] = v
-				delete(p.h.Lost, k)
-			}
-		}
+		p.h.write(at, k, v, del, func(r overlay.Result) { p.h.recordWrite(k, v, del, r) })
+	}
+}
+
+// write puts v to k through node at, or deletes k when del, and hands the answer to done.
+func (h *Harness) write(at overlay.NodeID, k overlay.Key, v string, del bool, done func(overlay.Result)) {
+	h.Do(at, func(nd *node.Node) uint64 {
 		if del {
-			p.h.Do(at, func(nd *node.Node) uint64 { return nd.Delete(k) }, done)
-		} else {
-			p.h.Do(at, func(nd *node.Node) uint64 { return nd.Put(k, []byte(v)) }, done)
+			return nd.Delete(k)
 		}
+		return nd.Put(k, []byte(v))
+	}, done)
+}
+
+// recordWrite takes the answer r to a put of v to k (a delete when del) into the reference. A
+// write that failed may or may not have happened: its key may then hold the value it had or
+// the one written, or none, which the lost keys allow for a delete, or for a put of a new key.
+func (h *Harness) recordWrite(k overlay.Key, v string, del bool, r overlay.Result) {
+	switch {
+	case r.Status != pb.Status_STATUS_OK && del:
+		h.Lost[k] = true // the value it had, or none
+	case r.Status != pb.Status_STATUS_OK:
+		h.Expected[k], h.Lost[k] = v, true // the value written, or none
+	case del:
+		delete(h.Expected, k)
+		delete(h.Lost, k)
+	default:
+		h.Expected[k] = v
+		delete(h.Lost, k)
 	}
 }
