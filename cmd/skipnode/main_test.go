@@ -223,6 +223,11 @@ func TestValidation(t *testing.T) {
 	mustFail(t, []string{"ttl", "[1, 63]"}, "--ttl", "0")
 	mustFail(t, []string{"ttl", "[1, 63]"}, "--ttl", "64")
 	mustLoad(t, "--ttl", "63")
+	mustFail(t, []string{"tombstone"}, "--tombstone-ttl", "0s")
+	mustFail(t, []string{"tombstone"}, "--max-tombstones", "0")
+	if o := mustLoad(t, "--tombstone-ttl", "72h", "--max-tombstones", "500"); o.node.SkipGraph.TombstoneTTL != 72*time.Hour || o.node.SkipGraph.MaxTombstones != 500 {
+		t.Errorf("--tombstone-ttl 72h --max-tombstones 500 gave %v, %d", o.node.SkipGraph.TombstoneTTL, o.node.SkipGraph.MaxTombstones)
+	}
 	mustFail(t, []string{"--data-dir"}, "--data-dir", "")
 	mustFail(t, []string{`"extra"`}, "--new-network", "extra")
 	mustFail(t, []string{`"extra"`}, "extra", "--new-network")
