@@ -452,10 +452,14 @@ func (n *Node) onBatchPut(b *pb.BatchPut) {
 		n.written(it.Key)
 		n.forwardWrite(it, false)
 	}
+	// A batch's deletes are a re-admission's: other copies of those keys may still come back
+	// (a receiver that acknowledged a piece from this node before it stood still writes it out
+	// late), so each leaves a tombstone, in a lost part or not.
 	for _, k := range deletes {
-		n.deleted(k)
+		n.tombs.set(k, n.env.Now())
 		n.forwardWrite(overlay.Item{Key: k}, true)
 	}
+	n.evictTombstones()
 	b.Stored += uint32(len(local) + len(deletes))
 	b.Items, b.Deletes = rest, restDeletes
 	if len(rest) == 0 && len(restDeletes) == 0 {

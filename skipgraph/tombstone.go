@@ -22,7 +22,9 @@ import (
 //   - reads of the key answer "not found" rather than STATUS_LOST;
 //   - a write that leaves what the owner holds does not bring the key back;
 //   - a re-admission that the taker's claim wins sends the deletes with its items, so that the
-//     returning node drops its copies of those keys;
+//     returning node drops its copies of those keys, and keeps them as tombstones of its own
+//     (a receiver that acknowledged a piece from it before it stood still may write its copies
+//     out to it later);
 //   - tombstones travel with the lost parts in handoffs and snapshots, and go when their part
 //     stops being lost or the key is written again.
 //

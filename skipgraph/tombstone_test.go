@@ -212,3 +212,28 @@ func TestBatchDeletesWalkTheirOwners(t *testing.T) {
 		nw.checkDeleted(t, i, i+1)
 	}
 }
+
+// TestReadmittedNodeKeepsTheDeletesItWasSent: b, back from a pause, is re-admitted and drops its
+// copies of the keys deleted meanwhile; older copies of them written out to b later (as a
+// receiver that acknowledged a piece from b before it stood still would) stay out.
+func TestReadmittedNodeKeepsTheDeletesItWasSent(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	want := initialValues()
+	nw.pause("b")
+	nw.advance(2 * time.Minute)
+	nw.deleteAll(t, want, "d", 1000, 1500)
+	nw.resume("b")
+	nw.checkAfterReturn(t, want)
+	b := nw.nodes["b"]
+	if !b.tombs.has(k(1000)) {
+		t.Fatal("b keeps no tombstone for a key its re-admission deleted")
+	}
+	var res overlay.Result
+	late := []overlay.Item{{Key: k(1000), Value: []byte("older")}, {Key: k(1100), Value: []byte("older")}}
+	nw.nodes["c"].putBatch(late, true, "", func(r overlay.Result) { res = r })
+	nw.run()
+	if res.Status != pb.Status_STATUS_OK {
+		t.Fatalf("the late write-out: %s", res.Status)
+	}
+	nw.checkDeleted(t, 1000, 1500)
+}
