@@ -28,9 +28,10 @@ import (
 //   - tombstones travel with the lost parts in handoffs and snapshots, and go when their part
 //     stops being lost or the key is written again.
 //
-// Deletes made outside a lost part need none: the copies that come back are those of a part
-// taken over without them. (What this leaves open is in PROTOCOL.md, "Deletes undone after an
-// outage".)
+// Other deletes need none: the copies that come back are those of a part taken over without
+// them. Tombstones go with their keys' range when it moves on (a handoff carries those of its
+// piece), and the ones a re-admission left outside lost parts last until TombstoneTTL. (What
+// this leaves open is in PROTOCOL.md, "Deletes undone after an outage".)
 type tombstones struct {
 	at map[overlay.Key]time.Time
 	// sorted holds every tombstone in key order, built when asked for after a change: a runtime
