@@ -398,7 +398,7 @@ func (n *Node) applyChunk(x *inXfer, c *pb.Handoff) error {
 		for _, r := range c.Lost {
 			x.lost = append(x.lost, overlay.Range{Start: overlay.Key(r.Start), End: overlay.Key(r.End)})
 		}
-		x.tombs = map[overlay.Key]time.Time{}
+		x.tombs = nil // made when the first comes: most pieces have none
 		x.succ, x.pred = overlay.Peer{}, overlay.Peer{}
 		if c.Succ != nil {
 			x.succ = overlay.PeerFromPB(c.Succ)
@@ -422,15 +422,14 @@ func (n *Node) applyChunk(x *inXfer, c *pb.Handoff) error {
 		delete(x.tombs, overlay.Key(it.Key)) // written at the giver after its tombstone went
 	}
 	for _, t := range c.Tombstones {
-		k, at := tombstoneFromPB(t)
-		x.tombs[k] = at
+		x.addTombstone(tombstoneFromPB(t))
 	}
 	for _, k := range c.Deletes {
 		if err := n.store.Delete(overlay.Key(k)); err != nil {
 			return err
 		}
 		if lostSet(x.lost).contains(overlay.Key(k)) {
-			x.tombs[overlay.Key(k)] = n.env.Now()
+			x.addTombstone(overlay.Key(k), n.env.Now())
 		}
 	}
 	return nil
@@ -587,6 +586,14 @@ func (n *Node) keepPiece(x *inXfer) {
 	}
 	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.from.ID, Range: x.piece,
 		Detail: "giver died after this node acknowledged its piece; the piece is kept"})
+}
+
+// addTombstone records a tombstone of the piece.
+func (x *inXfer) addTombstone(k overlay.Key, at time.Time) {
+	if x.tombs == nil {
+		x.tombs = map[overlay.Key]time.Time{}
+	}
+	x.tombs[k] = at
 }
 
 // takeLost makes the lost parts of x's piece, and their tombstones, this node's own.

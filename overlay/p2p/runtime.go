@@ -441,29 +441,26 @@ func (r *Runtime) persistSnapshot() {
 	// Every step compares the snapshot without its tombstones, which can be many (deletes in
 	// lost parts) and change rarely: their version says when they did.
 	encode := proto.MarshalOptions{Deterministic: true}.Marshal
-	var raw, full []byte
 	tombs := r.node.TombstoneVersion()
 	s := r.node.Snapshot()
+	var raw []byte
+	var err error
 	if s != nil {
-		var err error
 		all := s.Tombstones
 		s.Tombstones = nil
-		if raw, err = encode(s); err != nil {
-			r.log.Error("encode snapshot", zap.Error(err))
-			return
-		}
+		raw, err = encode(s)
 		s.Tombstones = all
 	}
-	if string(raw) == string(r.lastSnap) && tombs == r.lastTombs {
+	if err == nil && string(raw) == string(r.lastSnap) && tombs == r.lastTombs {
 		return
 	}
-	full = raw
-	if s != nil && len(s.Tombstones) > 0 {
-		var err error
-		if full, err = encode(s); err != nil {
-			r.log.Error("encode snapshot", zap.Error(err))
-			return
-		}
+	full := raw
+	if err == nil && len(s.GetTombstones()) > 0 {
+		full, err = encode(s)
+	}
+	if err != nil {
+		r.log.Error("encode snapshot", zap.Error(err))
+		return
 	}
 	if err := r.meta.SetMeta(snapshotMeta, full); err != nil {
 		r.log.Error("persist snapshot: a restart would not restore this node's place", zap.Error(err))
