@@ -2,6 +2,9 @@ package skipgraph
 
 import (
 	"fmt"
+	"math"
+	"slices"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -41,12 +44,21 @@ import (
 //     the ring deleted meanwhile comes back;
 //   - neither claim is confirmed: readmit with keep_existing, whatever the versions. Neither
 //     node took writes while unconfirmed (it holds requests), so the newest values in the
-//     overlap are those written where x answered from before: n took x's range over without
-//     its items, and a node cut off from the others stamps new versions as it goes, so the
-//     higher version would favour n's older copies. Nothing is dropped either: waiting for one
-//     of the two to be confirmed, as we once did, could wait for ever — after crashes around
-//     them, each may need the other as its neighbour to be confirmed at all — and the one that
-//     gave up first dropped items that were nowhere else (TestOverlayProperties found it).
+//     overlap are mostly those written where x answered from before: n took x's range over
+//     without its items, and a node cut off from the others stamps new versions as it goes, so
+//     the higher version would favour n's older copies. Nothing is dropped either: waiting for
+//     one of the two to be confirmed, as we once did, could wait for ever — after crashes
+//     around them, each may need the other as its neighbour to be confirmed at all — and the
+//     one that gave up first dropped items that were nowhere else (TestOverlayProperties found
+//     it).
+//
+// Where x's values stand, n's still win where they are newer than every copy x holds: x's pong
+// says how long its store has taken no value (Pong.unwritten_for_nanos, measured on x's own
+// clock, so no clocks need agree), and the values in the lost parts n took over after that —
+// each arrived at n since — overwrite x's, and n's deletes made after it go to x as deletes. n
+// may have been confirmed for a while between two waits and taken writes then (a random
+// TestPauseProperties case found a delete undone so). Lost parts n was handed, or restored
+// from its snapshot, carry no such time, and keep x's values.
 //
 // Each decision is reported as an EventConflict that names both claims.
 
@@ -128,29 +140,50 @@ func (n *Node) settleOverlap(x overlay.Peer, p *pb.Pong) {
 	}
 	mine := n.ownClaim()
 	theirs := claim{confirmed: !p.Unconfirmed, version: p.Claim, id: x.ID}
+	// x's store has taken no value since xWrittenBefore. Measured at the pong's arrival, the
+	// span is if anything too short by the pong's delay, which errs towards x's copies; a span
+	// beyond TombstoneTTL reaches past every tombstone anyway.
+	xWrittenBefore := n.env.Now().Add(-min(time.Duration(min(p.UnwrittenForNanos, math.MaxInt64)), n.cfg.TombstoneTTL))
 	switch {
 	case mine.confirmed && mine.outranks(theirs):
-		n.readmit(x, false, decide(mine, theirs, true))
+		n.readmit(x, true, xWrittenBefore, decide(mine, theirs, true))
 	case !mine.confirmed && !theirs.confirmed:
-		n.readmit(x, true, fmt.Sprintf("neither claim confirmed (ours %s, theirs %s): the node answering from its start keeps its values", mine, theirs))
+		n.readmit(x, false, xWrittenBefore, fmt.Sprintf("neither claim confirmed (ours %s, theirs %s): the node answering from its start keeps its values but for newer ones here", mine, theirs))
 	default:
-		n.readmit(x, true, decide(theirs, mine, false))
+		n.readmit(x, false, xWrittenBefore, decide(theirs, mine, false))
 	}
 	// An unconfirmed node held the requests for its range: those for the piece go on to x.
 	n.releaseHeld()
 }
 
 // readmit gives the overlap [x.start, end) to x, which answers from there: x's place is kept,
-// this node's range ends at x. The items this node holds there follow as batch writes to x: with
-// keepExisting (x's claim won) x's own values stand; otherwise (ours won: writes made under our
-// take-over, which would otherwise be lost) they overwrite x's copies.
-func (n *Node) readmit(x overlay.Peer, keepExisting bool, why string) {
+// this node's range ends at x. The items this node holds there follow as batch writes to x.
+// Where our claim won (ours) they overwrite x's copies — writes made under our take-over, which
+// would otherwise be lost — and every tombstone there goes as a delete. Otherwise x's values
+// stand (the writes keep what x holds), except where ours are newer than every copy of x, whose
+// store has taken no value since xWrittenBefore: the values in the lost parts this node took
+// over after that (every one arrived since) overwrite, and the deletes made since go.
+func (n *Node) readmit(x overlay.Peer, ours bool, xWrittenBefore time.Time, why string) {
 	piece := overlay.Range{Start: x.Start, End: n.end()}
-	var items []overlay.Item
+	newer := []overlay.Range{piece}
+	if !ours {
+		newer = n.lost.takenOverAfter(piece, xWrittenBefore)
+	}
+	var overwrite, keep []overlay.Item
 	_ = n.store.Ascend(piece, func(k overlay.Key, v []byte) bool {
-		items = append(items, overlay.Item{Key: k, Value: v})
+		it := overlay.Item{Key: k, Value: v}
+		if slices.ContainsFunc(newer, func(r overlay.Range) bool { return r.Contains(k) }) {
+			overwrite = append(overwrite, it)
+		} else {
+			keep = append(keep, it)
+		}
 		return true
 	})
+	for _, t := range n.tombs.within(piece) {
+		if k, at := tombstoneFromPB(t); ours || at.After(xWrittenBefore) {
+			overwrite = append(overwrite, overlay.Item{Key: k, Deleted: true})
+		}
+	}
 	if old := n.levels[0].succ; old.ID != n.self.ID {
 		// x gets everything up to this node's successor as it is now; its own view of that
 		// successor may be older (a restored snapshot), with a lower start, which would leave
@@ -160,17 +193,12 @@ func (n *Node) readmit(x overlay.Peer, keepExisting bool, why string) {
 	n.levels[0].succ = x
 	n.succList = n.trimSuccList(append([]overlay.Peer{x}, n.succList...))
 	n.maintain.former = nil // not alone any more
-	if !keepExisting {
-		// Our claim won: the keys deleted here while x was taken for dead go as deletes, after
-		// which x holds no copy older than ours (tombstone.go).
-		for _, t := range n.tombs.within(piece) {
-			items = append(items, overlay.Item{Key: overlay.Key(t.Key), Deleted: true})
-		}
-	}
-	n.forgetLost(piece) // x still has its items
-	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.ID, Range: piece, Items: len(items),
-		Detail: fmt.Sprintf("overlapping claims: %s; re-admitted, %d items held here sent (keep existing: %t)", why, len(items), keepExisting)})
-	n.pushCopies(items, keepExisting, "", "re-admission")
+	n.forgetLost(piece)     // x still has its items
+	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.ID, Range: piece, Items: len(overwrite) + len(keep),
+		Detail: fmt.Sprintf("overlapping claims: %s; re-admitted, %d items and deletes held here sent overwriting, %d keeping what it holds",
+			why, len(overwrite), len(keep))})
+	n.pushCopies(overwrite, false, "", "re-admission")
+	n.pushCopies(keep, true, "", "re-admission")
 }
 
 // pushCopies writes items this node holds but may not own to their owners, in batches, and

@@ -65,27 +65,39 @@ func TestClaimsFollowCausality(t *testing.T) {
 // TestOverlapSettledByClaims: a took b's range [1000, 2000) over and holds the newer values
 // written there meanwhile plus a key only it has; b, restored from its snapshot, holds the older
 // values plus a key only it has. a meets b inside its range; the two claims decide whose items
-// stand.
+// stand — and where b's claim stands, a's values still overwrite b's if b's store has taken no
+// value since before a's take-over.
 func TestOverlapSettledByClaims(t *testing.T) {
+	const (
+		overwriting = " 0 keeping what it holds"
+		keeping     = " 0 items and deletes held here sent overwriting"
+	)
 	for _, c := range []struct {
 		name                   string
 		aConfirmed, bConfirmed bool
-		bAboveA                bool // b's claim version above a's
+		bAboveA                bool          // b's claim version above a's
+		bUnwrittenFor          time.Duration // how long b's store has taken no value, by its pong
 		want1500, want1550     string
 		detail                 string
 	}{
 		{name: "confirmed take-over, unconfirmed node", aConfirmed: true, bAboveA: true,
-			want1500: "new1500", want1550: "only-a", detail: "keep existing: false"},
+			want1500: "new1500", want1550: "only-a", detail: overwriting},
 		{name: "both confirmed, take-over newer", aConfirmed: true, bConfirmed: true,
-			want1500: "new1500", want1550: "only-a", detail: "keep existing: false"},
+			want1500: "new1500", want1550: "only-a", detail: overwriting},
 		{name: "both confirmed, node newer", aConfirmed: true, bConfirmed: true, bAboveA: true,
-			want1500: string(val(1500)), want1550: "only-a", detail: "keep existing: true"},
+			want1500: string(val(1500)), want1550: "only-a", detail: keeping},
 		{name: "unconfirmed take-over", bConfirmed: true,
-			want1500: string(val(1500)), want1550: "only-a", detail: "keep existing: true"},
+			want1500: string(val(1500)), want1550: "only-a", detail: keeping},
 		{name: "neither confirmed, take-over newer",
-			want1500: string(val(1500)), want1550: "only-a", detail: "keep existing: true"},
+			want1500: string(val(1500)), want1550: "only-a", detail: keeping},
 		{name: "neither confirmed, node newer", bAboveA: true,
-			want1500: string(val(1500)), want1550: "only-a", detail: "keep existing: true"},
+			want1500: string(val(1500)), want1550: "only-a", detail: keeping},
+		{name: "neither confirmed, node unwritten since before the take-over", bUnwrittenFor: time.Hour,
+			want1500: "new1500", want1550: "only-a", detail: overwriting},
+		{name: "unconfirmed take-over, node unwritten since before it", bConfirmed: true, bUnwrittenFor: time.Hour,
+			want1500: "new1500", want1550: "only-a", detail: overwriting},
+		{name: "neither confirmed, node written since the take-over", bUnwrittenFor: time.Second,
+			want1500: string(val(1500)), want1550: "only-a", detail: keeping},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			nw, _, snap := bDeclaredDead(t)
@@ -106,7 +118,7 @@ func TestOverlapSettledByClaims(t *testing.T) {
 			if c.bAboveA {
 				version = a.claim + 1
 			}
-			a.settleOverlap(b.Self(), &pb.Pong{Claim: version, Unconfirmed: !c.bConfirmed})
+			a.settleOverlap(b.Self(), &pb.Pong{Claim: version, Unconfirmed: !c.bConfirmed, UnwrittenForNanos: uint64(c.bUnwrittenFor)})
 			conflicts := nw.envs["a"].eventsOf(overlay.EventConflict)
 			if len(conflicts) == 0 || !strings.Contains(conflicts[len(conflicts)-1].Detail, c.detail) {
 				t.Fatalf("conflict events %+v, want one saying %q", conflicts, c.detail)

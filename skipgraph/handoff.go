@@ -417,6 +417,9 @@ func (n *Node) applyChunk(x *inXfer, c *pb.Handoff) error {
 	if err := n.store.PutBatch(overlay.ItemsFromPB(c.Items), c.Last); err != nil {
 		return err
 	}
+	if len(c.Items) > 0 {
+		n.storeWritten = n.env.Now()
+	}
 	for _, it := range c.Items {
 		x.received = append(x.received, overlay.Key(it.Key))
 		delete(x.tombs, overlay.Key(it.Key)) // written at the giver after its tombstone went
@@ -428,7 +431,7 @@ func (n *Node) applyChunk(x *inXfer, c *pb.Handoff) error {
 		if err := n.store.Delete(overlay.Key(k)); err != nil {
 			return err
 		}
-		if lostSet(x.lost).contains(overlay.Key(k)) {
+		if slices.ContainsFunc(x.lost, func(r overlay.Range) bool { return r.Contains(overlay.Key(k)) }) {
 			x.addTombstone(overlay.Key(k), n.env.Now())
 		}
 	}
@@ -599,7 +602,7 @@ func (x *inXfer) addTombstone(k overlay.Key, at time.Time) {
 // takeLost makes the lost parts of x's piece, and their tombstones, this node's own.
 func (n *Node) takeLost(x *inXfer) {
 	for _, r := range x.lost {
-		n.lost.add(r)
+		n.lost.add(r, time.Time{}) // when the giver took it over is its clock's
 	}
 	for k, at := range x.tombs {
 		n.tombs.set(k, at)

@@ -1,15 +1,28 @@
 package skipgraph
 
-import "github.com/skiprange/skiprange/overlay"
+import (
+	"time"
+
+	"github.com/skiprange/skiprange/overlay"
+)
 
 // lostSet holds the parts of a node's range whose items were lost with a failed node: a key
 // there that the node does not hold may have existed, so reads answer STATUS_LOST rather than
 // "not found". The parts travel with handoffs and go back with re-admissions.
-type lostSet []overlay.Range
+type lostSet []lostPart
+
+// lostPart is one lost part, with the time this node took it over; zero when it came from
+// another node (a handoff) or from a snapshot, where that time is not known. Every value the
+// node holds there arrived after it, which an overlap with the node that held the items
+// weighs against when that node's store last took a value (claim.go).
+type lostPart struct {
+	overlay.Range
+	since time.Time
+}
 
 func (l lostSet) contains(k overlay.Key) bool {
-	for _, r := range l {
-		if r.Contains(k) {
+	for _, p := range l {
+		if p.Contains(k) {
 			return true
 		}
 	}
@@ -18,20 +31,40 @@ func (l lostSet) contains(k overlay.Key) bool {
 
 // within returns the lost parts that lie in r.
 func (l lostSet) within(r overlay.Range) []overlay.Range {
+	return l.takenOverAfter(r, time.Time{})
+}
+
+// takenOverAfter returns the lost parts in r that this node took over after t (known times only
+// when t is not zero).
+func (l lostSet) takenOverAfter(r overlay.Range, t time.Time) []overlay.Range {
 	var out []overlay.Range
-	for _, x := range l {
-		out = append(out, x.Intersect(r)...)
+	for _, p := range l {
+		if t.IsZero() || p.since.After(t) {
+			out = append(out, p.Intersect(r)...)
+		}
 	}
 	return out
 }
 
-func (l *lostSet) add(r overlay.Range) { *l = append(*l, r) }
+// ranges returns the lost parts without their times.
+func (l lostSet) ranges() []overlay.Range {
+	out := make([]overlay.Range, len(l))
+	for i, p := range l {
+		out[i] = p.Range
+	}
+	return out
+}
+
+// add records r as lost, taken over at since (zero when not known).
+func (l *lostSet) add(r overlay.Range, since time.Time) { *l = append(*l, lostPart{r, since}) }
 
 // remove takes r out of every lost part.
 func (l *lostSet) remove(r overlay.Range) {
 	var out lostSet
-	for _, x := range *l {
-		out = append(out, x.Subtract(r)...)
+	for _, p := range *l {
+		for _, rest := range p.Subtract(r) {
+			out = append(out, lostPart{rest, p.since})
+		}
 	}
 	*l = out
 }

@@ -354,6 +354,7 @@ func (n *Node) onPing(from overlay.Peer, p *pb.Ping) {
 				pong.SuccList = append(pong.SuccList, s.ToPB())
 			}
 			pong.Items = uint64(n.store.Len())
+			pong.UnwrittenForNanos = uint64(max(n.env.Now().Sub(n.storeWritten), 0))
 		}
 	}
 	if p.Table {
@@ -917,7 +918,7 @@ func (n *Node) forgetNamed(gone func(overlay.Peer) bool) {
 // rangeLost records lost, a dead node's range (or part of it) taken over without its items
 // (items of them, as far as known).
 func (n *Node) rangeLost(lost overlay.Range, dead overlay.NodeID, items int) {
-	n.lost.add(lost)
+	n.lost.add(lost, n.env.Now())
 	n.debug("successor failed", func() []zap.Field {
 		return []zap.Field{zap.String("dead", string(dead)), zap.String("new_succ", string(n.levels[0].succ.ID)), zap.Stringer("taken", lost)}
 	})

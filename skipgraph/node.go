@@ -73,6 +73,11 @@ type Node struct {
 	lost lostSet // parts of the range whose items were lost with failed nodes
 	// tombs are the keys deleted in the lost parts (tombstone.go).
 	tombs tombstones
+	// storeWritten is when the store last took a value (a write, a batch, a handoff's chunk),
+	// or when the node was made: a store it restores holds nothing newer. Pongs report how long
+	// ago, so that a node settling an overlap with this one knows which of its deletes are newer
+	// than every copy here (claim.go).
+	storeWritten time.Time
 
 	out        *outXfer            // the handoff this node gives, until it flips
 	committing map[uint64]*outXfer // flipped handoffs waiting for their commit's confirmation
@@ -170,7 +175,8 @@ func New(env overlay.Env, store overlay.Store, id overlay.NodeID, cfg Config) (*
 	if id == "" {
 		return nil, fmt.Errorf("skipgraph: empty node id")
 	}
-	n := &Node{env: env, store: store, cfg: cfg, pending: map[uint64]*request{}, committing: map[uint64]*outXfer{}}
+	n := &Node{env: env, store: store, cfg: cfg, pending: map[uint64]*request{}, committing: map[uint64]*outXfer{},
+		storeWritten: env.Now()}
 	n.self = overlay.Peer{ID: id, MVec: overlay.MVecFor(id), Incarnation: env.Rand().Uint64() | 1}
 	n.maintain.init()
 	n.refreshSelfRef()
@@ -240,7 +246,7 @@ func (n *Node) Responsible(k overlay.Key) bool {
 }
 
 // LostRanges returns the parts of the node's range whose items were lost with failed nodes.
-func (n *Node) LostRanges() []overlay.Range { return n.lost }
+func (n *Node) LostRanges() []overlay.Range { return n.lost.ranges() }
 
 // Height returns how many levels the node is linked on (it is alone on level Height()).
 func (n *Node) Height() int { return len(n.levels) }

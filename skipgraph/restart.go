@@ -27,7 +27,7 @@ func (n *Node) Snapshot() *pb.NodeSnapshot {
 	for _, p := range n.succList {
 		s.Successors = append(s.Successors, p.ToPB())
 	}
-	for _, r := range n.lost {
+	for _, r := range n.lost.ranges() {
 		s.Lost = append(s.Lost, &pb.KeyRange{Start: []byte(r.Start), End: []byte(r.End)})
 	}
 	s.Tombstones = n.tombs.all()
@@ -71,7 +71,7 @@ func (n *Node) Restore(s *pb.NodeSnapshot) error {
 	}
 	n.lost = nil
 	for _, r := range s.Lost {
-		n.lost.add(overlay.Range{Start: overlay.Key(r.Start), End: overlay.Key(r.End)})
+		n.lost.add(overlay.Range{Start: overlay.Key(r.Start), End: overlay.Key(r.End)}, time.Time{})
 	}
 	n.tombs.clear()
 	for _, t := range s.Tombstones {

@@ -309,7 +309,7 @@ func TestRestoredNodeYieldsToLiveOwner(t *testing.T) {
 		nw.nix(t, "a", false, k(1500))
 	})
 	ev := nw.envs["b"].eventsOf(overlay.EventConflict)
-	if len(ev) == 0 || !strings.Contains(ev[len(ev)-1].Detail, "keep existing: true") {
+	if len(ev) == 0 || !strings.Contains(ev[len(ev)-1].Detail, " 0 items and deletes held here sent overwriting") {
 		t.Fatalf("the restored node's conflict events %+v; want one writing its copies out with keep existing", ev)
 	}
 }

@@ -21,10 +21,11 @@ import (
 //
 //   - reads of the key answer "not found" rather than STATUS_LOST;
 //   - a write that leaves what the owner holds does not bring the key back;
-//   - a re-admission that the taker's claim wins sends the deletes with its items, so that the
-//     returning node drops its copies of those keys, and keeps them as tombstones of its own
-//     (a receiver that acknowledged a piece from it before it stood still may write its copies
-//     out to it later);
+//   - a re-admission sends the deletes with its items — all of them where the taker's claim
+//     wins, else those made since the returning node's store last took a value (claim.go) — so
+//     that the returning node drops its copies of those keys, and keeps them as tombstones of
+//     its own (a receiver that acknowledged a piece from it before it stood still may write its
+//     copies out to it later);
 //   - tombstones travel with the lost parts in handoffs and snapshots, and go when their part
 //     stops being lost or the key is written again.
 //
@@ -165,7 +166,10 @@ func (n *Node) evictTombstones() {
 }
 
 // written forgets key's tombstone: the key holds a value again.
-func (n *Node) written(key overlay.Key) { n.tombs.remove(key) }
+func (n *Node) written(key overlay.Key) {
+	n.tombs.remove(key)
+	n.storeWritten = n.env.Now()
+}
 
 // forgetLost takes r out of the lost parts, with the tombstones there: r's items are back, or r
 // is not this node's any more.

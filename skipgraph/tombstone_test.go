@@ -2,6 +2,7 @@ package skipgraph
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -236,4 +237,68 @@ func TestReadmittedNodeKeepsTheDeletesItWasSent(t *testing.T) {
 		t.Fatalf("the late write-out: %s", res.Status)
 	}
 	nw.checkDeleted(t, 1000, 1500)
+}
+
+// TestNeitherConfirmedOverlapTakesNewerWrites: a took b's range over while b stood still, and
+// keys there were deleted and written again; a then waits for its own neighbours' word when b,
+// back and waiting too, meets it. Neither claim is confirmed, so b keeps its values — but not
+// where a's are newer than every copy of b, whose store has taken no value since before a's
+// take-over: a's values there and a's deletes stand. Once b's store took a value after them,
+// b's copies stand.
+func TestNeitherConfirmedOverlapTakesNewerWrites(t *testing.T) {
+	outage := func(t *testing.T) (*testNet, map[int]string) {
+		nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+		want := initialValues()
+		nw.pause("b")
+		nw.advance(2 * time.Minute)
+		if len(nw.nodes["a"].LostRanges()) == 0 {
+			t.Fatal("a did not take b's range over: the test tests nothing")
+		}
+		nw.deleteAll(t, want, "d", 1000, 1500)
+		for i := 1500; i < 2000; i += 100 {
+			want[i] = fmt.Sprint("again", i)
+			nw.nodes["d"].Put(k(i), []byte(want[i]))
+		}
+		nw.run()
+		return nw, want
+	}
+	// meet resumes b with a waiting for its neighbours' word, and checks that the two met so.
+	meet := func(t *testing.T, nw *testNet) {
+		nw.nodes["a"].unconfirmedSince = nw.clock.now
+		nw.resume("b")
+		nw.advance(3 * time.Minute)
+		for _, ev := range nw.envs["a"].eventsOf(overlay.EventConflict) {
+			if strings.Contains(ev.Detail, "neither claim confirmed") {
+				return
+			}
+		}
+		t.Fatal("a and b did not meet with neither claim confirmed: the test tests nothing")
+	}
+	t.Run("writes newer than b's copies", func(t *testing.T) {
+		nw, want := outage(t)
+		meet(t, nw)
+		nw.checkRing()
+		nw.checkDeleted(t, 1000, 1500)
+		nw.checkAllValues(t, want)
+	})
+	t.Run("a copy newer than the writes", func(t *testing.T) {
+		nw, want := outage(t)
+		b := nw.nodes["b"]
+		// b's store took values after a's writes (say keep-existing write-outs of the keys 1000
+		// and 1500 reached it), so its copies may be newer: they stand — all of them, since
+		// nothing tells which.
+		for i := 1000; i < 2000; i += 100 {
+			want[i] = string(val(i))
+		}
+		for _, i := range []int{1000, 1500} {
+			want[i] = "newer"
+			if err := b.store.Put(k(i), []byte(want[i])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b.storeWritten = nw.clock.now
+		meet(t, nw)
+		nw.checkRing()
+		nw.checkAllValues(t, want)
+	})
 }

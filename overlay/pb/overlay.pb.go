@@ -2234,9 +2234,14 @@ type Pong struct {
 	Unconfirmed bool   `protobuf:"varint,11,opt,name=unconfirmed,proto3" json:"unconfirmed,omitempty"`
 	// pred_answered: an answer to a check_pred ping: pred, the responder's predecessor, has just
 	// answered the responder's own ping.
-	PredAnswered  bool `protobuf:"varint,12,opt,name=pred_answered,json=predAnswered,proto3" json:"pred_answered,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	PredAnswered bool `protobuf:"varint,12,opt,name=pred_answered,json=predAnswered,proto3" json:"pred_answered,omitempty"`
+	// unwritten_for_nanos: how long ago, by the responder's clock, its store last took a value (a
+	// write, a batch, a handoff's chunk; since its start, if none since). Where two ranges overlap,
+	// the deletes the other node made more recently than that are newer than every copy the
+	// responder holds (level-0 pongs; 0 when unknown).
+	UnwrittenForNanos uint64 `protobuf:"varint,13,opt,name=unwritten_for_nanos,json=unwrittenForNanos,proto3" json:"unwritten_for_nanos,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Pong) Reset() {
@@ -2351,6 +2356,13 @@ func (x *Pong) GetPredAnswered() bool {
 		return x.PredAnswered
 	}
 	return false
+}
+
+func (x *Pong) GetUnwrittenForNanos() uint64 {
+	if x != nil {
+		return x.UnwrittenForNanos
+	}
+	return 0
 }
 
 // LinkTable is a node's neighbours on every level: preds[l] and succs[l] on level l.
@@ -4446,7 +4458,7 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x05level\x18\x02 \x01(\rR\x05level\x12\x14\n" +
 	"\x05table\x18\x03 \x01(\bR\x05table\x12\x1d\n" +
 	"\n" +
-	"check_pred\x18\x04 \x01(\bR\tcheckPred\"\xd4\x03\n" +
+	"check_pred\x18\x04 \x01(\bR\tcheckPred\"\x84\x04\n" +
 	"\x04Pong\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\rR\x05level\x12.\n" +
@@ -4460,7 +4472,8 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x05claim\x18\n" +
 	" \x01(\x04R\x05claim\x12 \n" +
 	"\vunconfirmed\x18\v \x01(\bR\vunconfirmed\x12#\n" +
-	"\rpred_answered\x18\f \x01(\bR\fpredAnswered\"\x9f\x01\n" +
+	"\rpred_answered\x18\f \x01(\bR\fpredAnswered\x12.\n" +
+	"\x13unwritten_for_nanos\x18\r \x01(\x04R\x11unwrittenForNanos\"\x9f\x01\n" +
 	"\tLinkTable\x12.\n" +
 	"\x04node\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04node\x120\n" +
 	"\x05preds\x18\x02 \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05preds\x120\n" +

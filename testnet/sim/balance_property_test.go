@@ -110,7 +110,7 @@ func balanceProperties(rt *rapid.T, crashes, pauses bool) {
 	if err != nil {
 		rt.Fatal(err)
 	}
-	b := &balanceNet{propertyNet: &propertyNet{t: rt, h: h}, migSplits: map[overlay.Key]bool{}, lossless: true, crashes: crashes, pauses: pauses}
+	b := &balanceNet{propertyNet: &propertyNet{t: rt, h: h, either: map[overlay.Key]string{}}, migSplits: map[overlay.Key]bool{}, lossless: true, crashes: crashes, pauses: pauses}
 	h.Net.OnEvent = func(at overlay.NodeID, e overlay.Event) {
 		switch e.Kind {
 		case overlay.EventJoined:

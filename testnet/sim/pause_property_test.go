@@ -73,12 +73,11 @@ func (p *propertyNet) pause(t *rapid.T) {
 	p.faultFor(t, d, "resumed", resume)
 }
 
-// writesDuring deletes written keys and puts new ones through running owners, all at once,
-// without waiting for the answers. A write acknowledged counts; one that failed may or may not
-// have happened (a node that waits for its neighbours' word holds requests past the writer's
-// timeout): its key may then hold the value it had or the one written, or be missing, which
-// the harness's lost keys allow (a put of a key that existed could not be told apart so, hence
-// new keys only).
+// writesDuring deletes written keys, overwrites them and puts new ones through running owners,
+// all at once, without waiting for the answers. A write acknowledged counts; one that failed may
+// or may not have happened (a node that waits for its neighbours' word holds requests past the
+// writer's timeout): its key may then hold the value it had or the one written, or be missing,
+// which the harness's lost keys allow, and an overwritten key either value (p.either).
 func (p *propertyNet) writesDuring(t *rapid.T, paused []overlay.NodeID) {
 	var writers []overlay.NodeID
 	for _, id := range p.owners() {
@@ -95,18 +94,29 @@ func (p *propertyNet) writesDuring(t *rapid.T, paused []overlay.NodeID) {
 	for i := 0; i < n; i++ {
 		at := p.pick(t, writers, "writer")
 		var k overlay.Key
-		del := len(written) > 0 && rapid.IntRange(0, 3).Draw(t, "op") > 0
-		if del {
-			k = written[rapid.IntRange(0, len(written)-1).Draw(t, "dkey")]
-		} else {
-			k = p.key(t, "wkey")
+		op := 0 // a put of a new key; 1 overwrites a written one, 2 and 3 delete one
+		if len(written) > 0 {
+			op = rapid.IntRange(0, 3).Draw(t, "op")
 		}
-		if _, exists := p.h.Expected[k]; busy[k] || (!del && exists) {
+		if op == 0 {
+			k = p.key(t, "wkey")
+		} else {
+			k = written[rapid.IntRange(0, len(written)-1).Draw(t, "dkey")]
+		}
+		old, exists := p.h.Expected[k]
+		if busy[k] || (op == 0 && exists) {
 			continue // two writes of one key in flight could land in either order
 		}
 		busy[k] = true
-		v := fmt.Sprintf("p%d", i)
-		p.h.write(at, k, v, del, func(r overlay.Result) { p.h.recordWrite(k, v, del, r) })
+		v, del := fmt.Sprintf("p%d", i), op >= 2
+		p.h.write(at, k, v, del, func(r overlay.Result) {
+			if r.Status != pb.Status_STATUS_OK && op == 1 {
+				p.h.Expected[k] = v
+				p.either[k] = old
+				return
+			}
+			p.h.recordWrite(k, v, del, r)
+		})
 	}
 }
 
