@@ -57,8 +57,8 @@ import (
 // clock, so no clocks need agree), and the values in the lost parts n took over after that —
 // each arrived at n since — overwrite x's, and n's deletes made after it go to x as deletes. n
 // may have been confirmed for a while between two waits and taken writes then (a random
-// TestPauseProperties case found a delete undone so). Lost parts n was handed, or restored
-// from its snapshot, carry no such time, and keep x's values.
+// TestPauseProperties case found a delete undone so). Lost parts come with their age when
+// handed on; restored from a snapshot they carry no time, and keep x's values.
 //
 // Each decision is reported as an EventConflict that names both claims.
 

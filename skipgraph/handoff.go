@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/skiprange/skiprange/overlay"
 	"github.com/skiprange/skiprange/overlay/pb"
@@ -32,17 +33,20 @@ import (
 
 // outXfer is a handoff this node gives.
 type outXfer struct {
-	id       uint64
-	kind     pb.HandoffKind
-	cause    pb.Cause // the activity the handoff serves, stamped on its messages
-	to       overlay.Peer
-	piece    overlay.Range
-	loads    []*pb.KeyLoad // the piece's load statistics, taken at the flip
-	sent     uint32        // chunks sent so far
-	chunks   []*pb.Handoff // every chunk sent, by seq, for a receiver that missed some (never changed once made, so resends share them)
-	items    int
-	deadline time.Time
-	retries  int
+	id     uint64
+	kind   pb.HandoffKind
+	cause  pb.Cause // the activity the handoff serves, stamped on its messages
+	to     overlay.Peer
+	piece  overlay.Range
+	loads  []*pb.KeyLoad // the piece's load statistics, taken at the flip
+	sent   uint32        // chunks sent so far
+	chunks []*pb.Handoff // every chunk sent, by seq, for a receiver that missed some (never changed once made, so resends share them)
+	// lostSince is when this node took over each lost part the first chunk names (zero: not
+	// known); each send of that chunk gives their ages then.
+	lostSince []time.Time
+	items     int
+	deadline  time.Time
+	retries   int
 	// onFlip applies the kind-specific change of ownership and links at the giver.
 	onFlip func()
 	// onFlipped runs once the flip is applied and the commit is on its way: the receiver has
@@ -64,7 +68,7 @@ type inXfer struct {
 	pred     overlay.Peer // a joiner below its giver: its new level-0 predecessor
 	succ     overlay.Peer
 	succList []overlay.Peer
-	lost     []overlay.Range           // parts of the piece lost with failed nodes
+	lost     lostSet                   // parts of the piece lost with failed nodes
 	tombs    map[overlay.Key]time.Time // keys deleted in those parts
 	early    map[uint32]*pb.Handoff    // chunks that arrived ahead of their turn
 	next     uint32                    // next chunk to apply
@@ -166,8 +170,9 @@ func (n *Node) give(kind pb.HandoffKind, cause pb.Cause, to overlay.Peer, piece 
 			h.Tombstones = tombs[from:min(len(tombs), from+n.cfg.ChunkItems)]
 		}
 		if i == 0 {
-			for _, r := range n.lost.within(piece) {
+			for _, r := range n.lost.in(piece) {
 				h.Lost = append(h.Lost, &pb.KeyRange{Start: []byte(r.Start), End: []byte(r.End)})
+				x.lostSince = append(x.lostSince, r.since)
 			}
 			if !nb.succ.IsZero() {
 				h.Succ = nb.succ.ToPB()
@@ -181,12 +186,30 @@ func (n *Node) give(kind pb.HandoffKind, cause pb.Cause, to overlay.Peer, piece 
 		}
 		x.items += len(c)
 		x.chunks = append(x.chunks, h)
-		n.send(to.ID, &pb.Envelope{Body: &pb.Envelope_Handoff{Handoff: h}}, cause)
+		n.send(to.ID, &pb.Envelope{Body: &pb.Envelope_Handoff{Handoff: n.withLostAges(x, h)}}, cause)
 	}
 	x.sent = uint32(len(chunks))
 	x.deadline = n.env.Now().Add(n.cfg.HandoffLease)
 	n.env.SetTimer(n.cfg.HandoffLease, overlay.Timer{Kind: timerOut, ID: x.id})
 	return x, nil
+}
+
+// withLostAges returns the first chunk stamped with how long ago the lost parts it names were
+// taken over, as of now: a chunk sent again must not make them look younger than they are.
+// Other chunks go as they are.
+func (n *Node) withLostAges(x *outXfer, h *pb.Handoff) *pb.Handoff {
+	if h.Seq != 0 || !slices.ContainsFunc(x.lostSince, func(t time.Time) bool { return !t.IsZero() }) {
+		return h
+	}
+	h = proto.Clone(h).(*pb.Handoff)
+	for _, since := range x.lostSince {
+		var age time.Duration
+		if !since.IsZero() {
+			age = max(n.env.Now().Sub(since), 1) // 0 would say "not known"
+		}
+		h.LostAgesNanos = append(h.LostAgesNanos, uint64(age))
+	}
+	return h
 }
 
 // forwardWrite sends a write that landed in a piece being handed over to the receiver, so that
@@ -215,7 +238,7 @@ func (n *Node) onHandoffAck(from overlay.Peer, a *pb.HandoffAck) {
 	if next := a.Upto + 1; next < x.sent { // wraps to 0 for "none yet"
 		// The receiver misses chunk next: send it and those after it again.
 		for _, h := range x.chunks[next:] {
-			n.send(x.to.ID, &pb.Envelope{Body: &pb.Envelope_Handoff{Handoff: h}}, x.cause)
+			n.send(x.to.ID, &pb.Envelope{Body: &pb.Envelope_Handoff{Handoff: n.withLostAges(x, h)}}, x.cause)
 		}
 		return
 	}
@@ -395,8 +418,16 @@ func (n *Node) onHandoff(from overlay.Peer, h *pb.Handoff) {
 func (n *Node) applyChunk(x *inXfer, c *pb.Handoff) error {
 	if c.Seq == 0 {
 		x.lost = x.lost[:0]
-		for _, r := range c.Lost {
-			x.lost = append(x.lost, overlay.Range{Start: overlay.Key(r.Start), End: overlay.Key(r.End)})
+		for i, r := range c.Lost {
+			var since time.Time
+			// An age past TombstoneTTL counts as not known: a re-admission looks back no further
+			// (claim.go).
+			if i < len(c.LostAgesNanos) && c.LostAgesNanos[i] > 0 && c.LostAgesNanos[i] <= uint64(n.cfg.TombstoneTTL) {
+				// Less the chunk's delay on the way, at most ProbeTimeout: earlier errs towards
+				// the copies of the node that held the part's items.
+				since = n.env.Now().Add(-time.Duration(c.LostAgesNanos[i]) - n.cfg.ProbeTimeout)
+			}
+			x.lost.add(overlay.Range{Start: overlay.Key(r.Start), End: overlay.Key(r.End)}, since)
 		}
 		x.tombs = nil // made when the first comes: most pieces have none
 		x.succ, x.pred = overlay.Peer{}, overlay.Peer{}
@@ -431,7 +462,7 @@ func (n *Node) applyChunk(x *inXfer, c *pb.Handoff) error {
 		if err := n.store.Delete(overlay.Key(k)); err != nil {
 			return err
 		}
-		if slices.ContainsFunc(x.lost, func(r overlay.Range) bool { return r.Contains(overlay.Key(k)) }) {
+		if x.lost.contains(overlay.Key(k)) {
 			x.addTombstone(overlay.Key(k), n.env.Now())
 		}
 	}
@@ -601,9 +632,7 @@ func (x *inXfer) addTombstone(k overlay.Key, at time.Time) {
 
 // takeLost makes the lost parts of x's piece, and their tombstones, this node's own.
 func (n *Node) takeLost(x *inXfer) {
-	for _, r := range x.lost {
-		n.lost.add(r, time.Time{}) // when the giver took it over is its clock's
-	}
+	n.lost = append(n.lost, x.lost...)
 	for k, at := range x.tombs {
 		n.tombs.set(k, at)
 	}

@@ -11,8 +11,9 @@ import (
 // "not found". The parts travel with handoffs and go back with re-admissions.
 type lostSet []lostPart
 
-// lostPart is one lost part, with the time this node took it over; zero when it came from
-// another node (a handoff) or from a snapshot, where that time is not known. Every value the
+// lostPart is one lost part, with the time this node took it over (by its own clock: a part
+// handed on by a NIX or a leave comes with its age); zero where that time is not known (from a
+// snapshot, or a giver that did not say). Every value the
 // node holds there arrived after it, which an overlap with the node that held the items
 // weighs against when that node's store last took a value (claim.go).
 type lostPart struct {
@@ -29,18 +30,26 @@ func (l lostSet) contains(k overlay.Key) bool {
 	return false
 }
 
-// within returns the lost parts that lie in r.
-func (l lostSet) within(r overlay.Range) []overlay.Range {
-	return l.takenOverAfter(r, time.Time{})
+// in returns the lost parts that lie in r, with their times.
+func (l lostSet) in(r overlay.Range) lostSet {
+	var out lostSet
+	for _, p := range l {
+		for _, q := range p.Intersect(r) {
+			out = append(out, lostPart{q, p.since})
+		}
+	}
+	return out
 }
 
-// takenOverAfter returns the lost parts in r that this node took over after t (known times only
-// when t is not zero).
+// within returns the lost parts that lie in r.
+func (l lostSet) within(r overlay.Range) []overlay.Range { return l.in(r).ranges() }
+
+// takenOverAfter returns the lost parts in r that this node is known to have taken over after t.
 func (l lostSet) takenOverAfter(r overlay.Range, t time.Time) []overlay.Range {
 	var out []overlay.Range
-	for _, p := range l {
-		if t.IsZero() || p.since.After(t) {
-			out = append(out, p.Intersect(r)...)
+	for _, p := range l.in(r) {
+		if p.since.After(t) {
+			out = append(out, p.Range)
 		}
 	}
 	return out

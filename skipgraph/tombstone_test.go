@@ -262,21 +262,37 @@ func TestNeitherConfirmedOverlapTakesNewerWrites(t *testing.T) {
 		nw.run()
 		return nw, want
 	}
-	// meet resumes b with a waiting for its neighbours' word, and checks that the two met so.
-	meet := func(t *testing.T, nw *testNet) {
-		nw.nodes["a"].unconfirmedSince = nw.clock.now
+	// meet resumes b with the taker waiting for its neighbours' word, and checks that the two
+	// met so.
+	meet := func(t *testing.T, nw *testNet, taker overlay.NodeID) {
+		nw.nodes[taker].unconfirmedSince = nw.clock.now
 		nw.resume("b")
 		nw.advance(3 * time.Minute)
-		for _, ev := range nw.envs["a"].eventsOf(overlay.EventConflict) {
+		for _, ev := range nw.envs[taker].eventsOf(overlay.EventConflict) {
 			if strings.Contains(ev.Detail, "neither claim confirmed") {
 				return
 			}
 		}
-		t.Fatal("a and b did not meet with neither claim confirmed: the test tests nothing")
+		t.Fatalf("%s and b did not meet with neither claim confirmed: the test tests nothing", taker)
 	}
 	t.Run("writes newer than b's copies", func(t *testing.T) {
 		nw, want := outage(t)
-		meet(t, nw)
+		meet(t, nw, "a")
+		nw.checkRing()
+		nw.checkDeleted(t, 1000, 1500)
+		nw.checkAllValues(t, want)
+	})
+	t.Run("the lost part handed on", func(t *testing.T) {
+		// a leaves: e takes b's range over from it, the lost part with its age.
+		nw, want := outage(t)
+		if err := nw.nodes["a"].Leave(); err != nil {
+			t.Fatal(err)
+		}
+		nw.advance(time.Minute)
+		if nw.nodes["a"].State() != StateLeft || len(nw.nodes["e"].LostRanges()) == 0 {
+			t.Fatalf("a is %s, e holds lost parts %v: the test tests nothing", nw.nodes["a"].State(), nw.nodes["e"].LostRanges())
+		}
+		meet(t, nw, "e")
 		nw.checkRing()
 		nw.checkDeleted(t, 1000, 1500)
 		nw.checkAllValues(t, want)
@@ -297,7 +313,7 @@ func TestNeitherConfirmedOverlapTakesNewerWrites(t *testing.T) {
 			}
 		}
 		b.storeWritten = nw.clock.now
-		meet(t, nw)
+		meet(t, nw, "a")
 		nw.checkRing()
 		nw.checkAllValues(t, want)
 	})

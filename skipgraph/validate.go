@@ -92,6 +92,9 @@ func (n *Node) validate(m *pb.Envelope) error {
 				return errors.New("lost range missing or over the key limit")
 			}
 		}
+		if len(h.LostAgesNanos) > len(h.Lost) {
+			return errors.New("more lost ranges' ages than lost ranges")
+		}
 		if len(h.Tombstones) > n.cfg.MaxItemsPerMessage {
 			return errors.New("too many tombstones")
 		}

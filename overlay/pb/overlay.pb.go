@@ -1439,7 +1439,12 @@ type Handoff struct {
 	// Keys deleted in the lost parts of the piece (tombstones), spread over the chunks: the
 	// receiver keeps them with the lost parts, so that older copies of those keys written back
 	// later do not bring them back.
-	Tombstones    []*Tombstone `protobuf:"bytes,13,rep,name=tombstones,proto3" json:"tombstones,omitempty"`
+	Tombstones []*Tombstone `protobuf:"bytes,13,rep,name=tombstones,proto3" json:"tombstones,omitempty"`
+	// For each part of lost, in order: how long before this chunk was sent the giver took it over
+	// (0: not known). A duration, so that the two nodes' clocks need not agree. Where the node
+	// that held the part's items comes back, the values that arrived after the take-over are
+	// newer than its copies (first chunk).
+	LostAgesNanos []uint64 `protobuf:"varint,14,rep,packed,name=lost_ages_nanos,json=lostAgesNanos,proto3" json:"lost_ages_nanos,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1561,6 +1566,13 @@ func (x *Handoff) GetPred() *NodeRef {
 func (x *Handoff) GetTombstones() []*Tombstone {
 	if x != nil {
 		return x.Tombstones
+	}
+	return nil
+}
+
+func (x *Handoff) GetLostAgesNanos() []uint64 {
+	if x != nil {
+		return x.LostAgesNanos
 	}
 	return nil
 }
@@ -4396,7 +4408,7 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x05exact\x18\x03 \x01(\bR\x05exact\x12\x14\n" +
 	"\x05below\x18\x04 \x01(\bR\x05below\"%\n" +
 	"\vJoinRefused\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xf5\x03\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\x9d\x04\n" +
 	"\aHandoff\x12\x17\n" +
 	"\axfer_id\x18\x01 \x01(\x04R\x06xferId\x122\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x1e.skiprange.overlay.HandoffKindR\x04kind\x12\x14\n" +
@@ -4413,7 +4425,8 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x04pred\x18\f \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04pred\x12<\n" +
 	"\n" +
 	"tombstones\x18\r \x03(\v2\x1c.skiprange.overlay.TombstoneR\n" +
-	"tombstones\"I\n" +
+	"tombstones\x12&\n" +
+	"\x0flost_ages_nanos\x18\x0e \x03(\x04R\rlostAgesNanos\"I\n" +
 	"\tTombstone\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12*\n" +
 	"\x11deleted_unix_nano\x18\x02 \x01(\x03R\x0fdeletedUnixNano\"9\n" +
