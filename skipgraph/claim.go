@@ -58,7 +58,7 @@ import (
 // each arrived at n since — overwrite x's, and n's deletes made after it go to x as deletes. n
 // may have been confirmed for a while between two waits and taken writes then (a random
 // TestPauseProperties case found a delete undone so). Lost parts come with their age when
-// handed on; restored from a snapshot they carry no time, and keep x's values.
+// handed on, and with their time in snapshots.
 //
 // Each decision is reported as an EventConflict that names both claims.
 

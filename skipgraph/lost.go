@@ -11,9 +11,9 @@ import (
 // "not found". The parts travel with handoffs and go back with re-admissions.
 type lostSet []lostPart
 
-// lostPart is one lost part, with the time this node took it over (by its own clock: a part
-// handed on by a NIX or a leave comes with its age); zero where that time is not known (from a
-// snapshot, or a giver that did not say). Every value the
+// lostPart is one lost part, with the time it was taken over, by this node's clock (a part
+// handed on by a NIX or a leave comes with its age; a snapshot keeps the time); zero where that
+// time is not known (a giver or a snapshot that did not say). Every value the
 // node holds there arrived after it, which an overlap with the node that held the items
 // weighs against when that node's store last took a value (claim.go).
 type lostPart struct {

@@ -27,8 +27,13 @@ func (n *Node) Snapshot() *pb.NodeSnapshot {
 	for _, p := range n.succList {
 		s.Successors = append(s.Successors, p.ToPB())
 	}
-	for _, r := range n.lost.ranges() {
-		s.Lost = append(s.Lost, &pb.KeyRange{Start: []byte(r.Start), End: []byte(r.End)})
+	for _, p := range n.lost {
+		s.Lost = append(s.Lost, &pb.KeyRange{Start: []byte(p.Start), End: []byte(p.End)})
+		var since int64
+		if !p.since.IsZero() {
+			since = p.since.UnixNano()
+		}
+		s.LostSinceUnixNano = append(s.LostSinceUnixNano, since)
 	}
 	s.Tombstones = n.tombs.all()
 	return s
@@ -55,6 +60,8 @@ func (n *Node) Restore(s *pb.NodeSnapshot) error {
 		return fmt.Errorf("restore: snapshot has no level-0 neighbours")
 	case len(s.Levels) > overlay.MaxLevel:
 		return fmt.Errorf("restore: snapshot has %d levels, more than %d", len(s.Levels), overlay.MaxLevel)
+	case len(s.LostSinceUnixNano) > len(s.Lost):
+		return fmt.Errorf("restore: snapshot has %d times for %d lost parts", len(s.LostSinceUnixNano), len(s.Lost))
 	}
 	if err := n.checkKey(self.Start); err != nil {
 		return fmt.Errorf("restore: start: %w", err)
@@ -70,8 +77,12 @@ func (n *Node) Restore(s *pb.NodeSnapshot) error {
 		n.succList = append(n.succList, overlay.PeerFromPB(p))
 	}
 	n.lost = nil
-	for _, r := range s.Lost {
-		n.lost.add(overlay.Range{Start: overlay.Key(r.Start), End: overlay.Key(r.End)}, time.Time{})
+	for i, r := range s.Lost {
+		var since time.Time
+		if i < len(s.LostSinceUnixNano) && s.LostSinceUnixNano[i] > 0 {
+			since = time.Unix(0, s.LostSinceUnixNano[i])
+		}
+		n.lost.add(overlay.Range{Start: overlay.Key(r.Start), End: overlay.Key(r.End)}, since)
 	}
 	n.tombs.clear()
 	for _, t := range s.Tombstones {

@@ -89,6 +89,12 @@ func TestRestoreRejectsForeignSnapshots(t *testing.T) {
 	if s := nw.add("z").Snapshot(); s != nil {
 		t.Fatalf("a node that owns nothing has snapshot %v", s)
 	}
+	odd := proto.Clone(snap).(*pb.NodeSnapshot)
+	odd.LostSinceUnixNano = []int64{5}
+	nw.crash("b")
+	if _, err := nw.restart("b", odd); err == nil || !strings.Contains(err.Error(), "times for 0 lost parts") {
+		t.Fatalf("a snapshot with times for lost parts it does not name: %v", err)
+	}
 }
 
 func TestHandedOverAfterLeave(t *testing.T) {

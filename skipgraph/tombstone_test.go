@@ -297,6 +297,18 @@ func TestNeitherConfirmedOverlapTakesNewerWrites(t *testing.T) {
 		nw.checkDeleted(t, 1000, 1500)
 		nw.checkAllValues(t, want)
 	})
+	t.Run("the taker restarted from its snapshot", func(t *testing.T) {
+		nw, want := outage(t)
+		snap := proto.Clone(nw.nodes["a"].Snapshot()).(*pb.NodeSnapshot)
+		nw.crash("a")
+		if _, err := nw.restart("a", snap); err != nil {
+			t.Fatal(err)
+		}
+		meet(t, nw, "a")
+		nw.checkRing()
+		nw.checkDeleted(t, 1000, 1500)
+		nw.checkAllValues(t, want)
+	})
 	t.Run("a copy newer than the writes", func(t *testing.T) {
 		nw, want := outage(t)
 		b := nw.nodes["b"]

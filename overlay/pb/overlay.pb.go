@@ -4234,9 +4234,12 @@ type NodeSnapshot struct {
 	// claim: the boundary version of the node's range when the snapshot was taken.
 	Claim uint64 `protobuf:"varint,5,opt,name=claim,proto3" json:"claim,omitempty"`
 	// Keys deleted in the lost parts (see Handoff.tombstones).
-	Tombstones    []*Tombstone `protobuf:"bytes,6,rep,name=tombstones,proto3" json:"tombstones,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Tombstones []*Tombstone `protobuf:"bytes,6,rep,name=tombstones,proto3" json:"tombstones,omitempty"`
+	// For each part of lost, in order: when the node took it over, by its own clock (0: not
+	// known; see Handoff.lost_ages_nanos).
+	LostSinceUnixNano []int64 `protobuf:"varint,7,rep,packed,name=lost_since_unix_nano,json=lostSinceUnixNano,proto3" json:"lost_since_unix_nano,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *NodeSnapshot) Reset() {
@@ -4307,6 +4310,13 @@ func (x *NodeSnapshot) GetClaim() uint64 {
 func (x *NodeSnapshot) GetTombstones() []*Tombstone {
 	if x != nil {
 		return x.Tombstones
+	}
+	return nil
+}
+
+func (x *NodeSnapshot) GetLostSinceUnixNano() []int64 {
+	if x != nil {
+		return x.LostSinceUnixNano
 	}
 	return nil
 }
@@ -4631,7 +4641,7 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\n" +
 	"LevelLinks\x12.\n" +
 	"\x04pred\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04pred\x12.\n" +
-	"\x04succ\x18\x02 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04succ\"\xb6\x02\n" +
+	"\x04succ\x18\x02 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04succ\"\xe7\x02\n" +
 	"\fNodeSnapshot\x12.\n" +
 	"\x04self\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04self\x125\n" +
 	"\x06levels\x18\x02 \x03(\v2\x1d.skiprange.overlay.LevelLinksR\x06levels\x12:\n" +
@@ -4642,7 +4652,8 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x05claim\x18\x05 \x01(\x04R\x05claim\x12<\n" +
 	"\n" +
 	"tombstones\x18\x06 \x03(\v2\x1c.skiprange.overlay.TombstoneR\n" +
-	"tombstones*L\n" +
+	"tombstones\x12/\n" +
+	"\x14lost_since_unix_nano\x18\a \x03(\x03R\x11lostSinceUnixNano*L\n" +
 	"\x02Op\x12\x12\n" +
 	"\x0eOP_UNSPECIFIED\x10\x00\x12\n" +
 	"\n" +
