@@ -54,6 +54,21 @@ func (nw *testNet) checkAfterReturn(t *testing.T, want map[int]string) {
 	nw.checkAllValues(t, want)
 }
 
+// bPausedAndDeleted stands b still until a takes its range over without its items, then deletes
+// the keys 1000, 1100, …, 1400 through d.
+func bPausedAndDeleted(t *testing.T) (*testNet, map[int]string) {
+	t.Helper()
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	want := initialValues()
+	nw.pause("b")
+	nw.advance(2 * time.Minute)
+	if len(nw.nodes["a"].LostRanges()) == 0 {
+		t.Fatal("a did not take b's range over: the test tests nothing")
+	}
+	nw.deleteAll(t, want, "d", 1000, 1500)
+	return nw, want
+}
+
 // TestDeletesDuringAnOutageStayDeleted: keys of b's range are deleted while b is out of the ring
 // and its predecessor a holds b's range without b's items. When b is back, its older copies
 // must not bring the keys back, whichever way it returns.
@@ -67,14 +82,7 @@ func TestDeletesDuringAnOutageStayDeleted(t *testing.T) {
 		nw.checkAfterReturn(t, want)
 	})
 	t.Run("pause", func(t *testing.T) {
-		nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
-		want := initialValues()
-		nw.pause("b")
-		nw.advance(2 * time.Minute)
-		if len(nw.nodes["a"].LostRanges()) == 0 {
-			t.Fatal("a did not take b's range over: the test tests nothing")
-		}
-		nw.deleteAll(t, want, "d", 1000, 1500)
+		nw, want := bPausedAndDeleted(t)
 		nw.resume("b")
 		nw.checkAfterReturn(t, want)
 	})
@@ -218,11 +226,7 @@ func TestBatchDeletesWalkTheirOwners(t *testing.T) {
 // copies of the keys deleted meanwhile; older copies of them written out to b later (as a
 // receiver that acknowledged a piece from b before it stood still would) stay out.
 func TestReadmittedNodeKeepsTheDeletesItWasSent(t *testing.T) {
-	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
-	want := initialValues()
-	nw.pause("b")
-	nw.advance(2 * time.Minute)
-	nw.deleteAll(t, want, "d", 1000, 1500)
+	nw, want := bPausedAndDeleted(t)
 	nw.resume("b")
 	nw.checkAfterReturn(t, want)
 	b := nw.nodes["b"]
@@ -247,14 +251,7 @@ func TestReadmittedNodeKeepsTheDeletesItWasSent(t *testing.T) {
 // b's copies stand.
 func TestNeitherConfirmedOverlapTakesNewerWrites(t *testing.T) {
 	outage := func(t *testing.T) (*testNet, map[int]string) {
-		nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
-		want := initialValues()
-		nw.pause("b")
-		nw.advance(2 * time.Minute)
-		if len(nw.nodes["a"].LostRanges()) == 0 {
-			t.Fatal("a did not take b's range over: the test tests nothing")
-		}
-		nw.deleteAll(t, want, "d", 1000, 1500)
+		nw, want := bPausedAndDeleted(t)
 		for i := 1500; i < 2000; i += 100 {
 			want[i] = fmt.Sprint("again", i)
 			nw.nodes["d"].Put(k(i), []byte(want[i]))
@@ -275,40 +272,40 @@ func TestNeitherConfirmedOverlapTakesNewerWrites(t *testing.T) {
 		}
 		t.Fatalf("%s and b did not meet with neither claim confirmed: the test tests nothing", taker)
 	}
-	t.Run("writes newer than b's copies", func(t *testing.T) {
-		nw, want := outage(t)
-		meet(t, nw, "a")
-		nw.checkRing()
-		nw.checkDeleted(t, 1000, 1500)
-		nw.checkAllValues(t, want)
-	})
-	t.Run("the lost part handed on", func(t *testing.T) {
-		// a leaves: e takes b's range over from it, the lost part with its age.
-		nw, want := outage(t)
-		if err := nw.nodes["a"].Leave(); err != nil {
-			t.Fatal(err)
-		}
-		nw.advance(time.Minute)
-		if nw.nodes["a"].State() != StateLeft || len(nw.nodes["e"].LostRanges()) == 0 {
-			t.Fatalf("a is %s, e holds lost parts %v: the test tests nothing", nw.nodes["a"].State(), nw.nodes["e"].LostRanges())
-		}
-		meet(t, nw, "e")
-		nw.checkRing()
-		nw.checkDeleted(t, 1000, 1500)
-		nw.checkAllValues(t, want)
-	})
-	t.Run("the taker restarted from its snapshot", func(t *testing.T) {
-		nw, want := outage(t)
-		snap := proto.Clone(nw.nodes["a"].Snapshot()).(*pb.NodeSnapshot)
-		nw.crash("a")
-		if _, err := nw.restart("a", snap); err != nil {
-			t.Fatal(err)
-		}
-		meet(t, nw, "a")
-		nw.checkRing()
-		nw.checkDeleted(t, 1000, 1500)
-		nw.checkAllValues(t, want)
-	})
+	for _, c := range []struct {
+		name string
+		// handOn moves the lost part on from a, or not, and names the node that holds it.
+		handOn func(t *testing.T, nw *testNet) overlay.NodeID
+	}{
+		{"writes newer than b's copies", func(*testing.T, *testNet) overlay.NodeID { return "a" }},
+		{"the lost part handed on", func(t *testing.T, nw *testNet) overlay.NodeID {
+			// a leaves: e takes b's range over from it, the lost part with its age.
+			if err := nw.nodes["a"].Leave(); err != nil {
+				t.Fatal(err)
+			}
+			nw.advance(time.Minute)
+			if nw.nodes["a"].State() != StateLeft || len(nw.nodes["e"].LostRanges()) == 0 {
+				t.Fatalf("a is %s, e holds lost parts %v: the test tests nothing", nw.nodes["a"].State(), nw.nodes["e"].LostRanges())
+			}
+			return "e"
+		}},
+		{"the taker restarted from its snapshot", func(t *testing.T, nw *testNet) overlay.NodeID {
+			snap := proto.Clone(nw.nodes["a"].Snapshot()).(*pb.NodeSnapshot)
+			nw.crash("a")
+			if _, err := nw.restart("a", snap); err != nil {
+				t.Fatal(err)
+			}
+			return "a"
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			nw, want := outage(t)
+			meet(t, nw, c.handOn(t, nw))
+			nw.checkRing()
+			nw.checkDeleted(t, 1000, 1500)
+			nw.checkAllValues(t, want)
+		})
+	}
 	t.Run("a copy newer than the writes", func(t *testing.T) {
 		nw, want := outage(t)
 		b := nw.nodes["b"]
