@@ -13,9 +13,9 @@ type lostSet []lostPart
 
 // lostPart is one lost part, with the time it was taken over, by this node's clock (a part
 // handed on by a NIX or a leave comes with its age; a snapshot keeps the time); zero where that
-// time is not known (a giver or a snapshot that did not say). Every value the
-// node holds there arrived after it, which an overlap with the node that held the items
-// weighs against when that node's store last took a value (claim.go).
+// time is not known (a giver or a snapshot that did not say). Every value the node holds there
+// arrived after it, which an overlap with the node that held the items weighs against when
+// that node's store last took a value (claim.go).
 type lostPart struct {
 	overlay.Range
 	since time.Time

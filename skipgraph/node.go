@@ -75,8 +75,8 @@ type Node struct {
 	tombs tombstones
 	// storeWritten is when the store last took a value (a write, a batch, a handoff's chunk),
 	// or when the node was made: a store it restores holds nothing newer. Pongs report how long
-	// ago, so that a node settling an overlap with this one knows which of its deletes are newer
-	// than every copy here (claim.go).
+	// ago, so that a node settling an overlap with this one knows which of its writes and
+	// deletes are newer than every copy here (claim.go).
 	storeWritten time.Time
 
 	out        *outXfer            // the handoff this node gives, until it flips
