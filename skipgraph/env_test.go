@@ -51,13 +51,15 @@ type fakeEnv struct {
 	events  []overlay.Event
 	// queue, when set, receives every Send as well (the network's delivery queue).
 	queue func(sentMsg)
+	// skew is how far this node's clock runs ahead of the network's (timers are unaffected).
+	skew time.Duration
 }
 
 func newFakeEnv(id overlay.NodeID, clock *fakeClock, seed uint64) *fakeEnv {
 	return &fakeEnv{id: id, clock: clock, rng: rand.New(rand.NewPCG(seed, 0x5eed)), log: zap.NewNop()}
 }
 
-func (e *fakeEnv) Now() time.Time { return e.clock.now }
+func (e *fakeEnv) Now() time.Time { return e.clock.now.Add(e.skew) }
 
 func (e *fakeEnv) Send(to overlay.NodeID, m *pb.Envelope) {
 	s := sentMsg{from: e.id, to: to, m: m}

@@ -186,7 +186,7 @@ func (n *Node) give(kind pb.HandoffKind, cause pb.Cause, to overlay.Peer, piece 
 		}
 		x.items += len(c)
 		x.chunks = append(x.chunks, h)
-		n.send(to.ID, &pb.Envelope{Body: &pb.Envelope_Handoff{Handoff: n.withLostAges(x, h)}}, cause)
+		n.send(to.ID, &pb.Envelope{Body: &pb.Envelope_Handoff{Handoff: n.withAges(x, h)}}, cause)
 	}
 	x.sent = uint32(len(chunks))
 	x.deadline = n.env.Now().Add(n.cfg.HandoffLease)
@@ -194,20 +194,31 @@ func (n *Node) give(kind pb.HandoffKind, cause pb.Cause, to overlay.Peer, piece 
 	return x, nil
 }
 
-// withLostAges returns the first chunk stamped with how long ago the lost parts it names were
-// taken over, as of now: a chunk sent again must not make them look younger than they are.
-// Other chunks go as they are.
-func (n *Node) withLostAges(x *outXfer, h *pb.Handoff) *pb.Handoff {
-	if h.Seq != 0 || !slices.ContainsFunc(x.lostSince, func(t time.Time) bool { return !t.IsZero() }) {
+// withAges returns a copy of chunk h stamped with the ages, as of now, of the tombstones it
+// carries and (the first chunk) of the lost parts it names: durations, so that the receiver need
+// not share this node's clock, stamped at every send, so that a chunk sent again does not make
+// them look younger than they are. A chunk with neither goes as it is.
+func (n *Node) withAges(x *outXfer, h *pb.Handoff) *pb.Handoff {
+	lost := h.Seq == 0 && slices.ContainsFunc(x.lostSince, func(t time.Time) bool { return !t.IsZero() })
+	if !lost && len(h.Tombstones) == 0 {
 		return h
 	}
+	now := n.env.Now()
+	age := func(since time.Time) uint64 { return uint64(max(now.Sub(since), 1)) } // 0 says "not known"
 	h = proto.Clone(h).(*pb.Handoff)
 	for _, since := range x.lostSince {
-		var age time.Duration
-		if !since.IsZero() {
-			age = max(n.env.Now().Sub(since), 1) // 0 would say "not known"
+		if !lost {
+			break
 		}
-		h.LostAgesNanos = append(h.LostAgesNanos, uint64(age))
+		var a uint64
+		if !since.IsZero() {
+			a = age(since)
+		}
+		h.LostAgesNanos = append(h.LostAgesNanos, a)
+	}
+	for _, t := range h.Tombstones {
+		_, at := tombstoneFromPB(t)
+		t.AgeNanos = age(at)
 	}
 	return h
 }
@@ -238,7 +249,7 @@ func (n *Node) onHandoffAck(from overlay.Peer, a *pb.HandoffAck) {
 	if next := a.Upto + 1; next < x.sent { // wraps to 0 for "none yet"
 		// The receiver misses chunk next: send it and those after it again.
 		for _, h := range x.chunks[next:] {
-			n.send(x.to.ID, &pb.Envelope{Body: &pb.Envelope_Handoff{Handoff: n.withLostAges(x, h)}}, x.cause)
+			n.send(x.to.ID, &pb.Envelope{Body: &pb.Envelope_Handoff{Handoff: n.withAges(x, h)}}, x.cause)
 		}
 		return
 	}
@@ -419,13 +430,9 @@ func (n *Node) applyChunk(x *inXfer, c *pb.Handoff) error {
 	if c.Seq == 0 {
 		x.lost = x.lost[:0]
 		for i, r := range c.Lost {
-			var since time.Time
-			// An age past TombstoneTTL counts as not known: a re-admission looks back no further
-			// (claim.go).
-			if i < len(c.LostAgesNanos) && c.LostAgesNanos[i] > 0 && c.LostAgesNanos[i] <= uint64(n.cfg.TombstoneTTL) {
-				// Less the chunk's delay on the way, at most ProbeTimeout: earlier errs towards
-				// the copies of the node that held the part's items.
-				since = n.env.Now().Add(-time.Duration(c.LostAgesNanos[i]) - n.cfg.ProbeTimeout)
+			var since time.Time // not known
+			if i < len(c.LostAgesNanos) && c.LostAgesNanos[i] > 0 {
+				since = n.agoOnArrival(c.LostAgesNanos[i])
 			}
 			x.lost.add(overlay.Range{Start: overlay.Key(r.Start), End: overlay.Key(r.End)}, since)
 		}
@@ -456,7 +463,7 @@ func (n *Node) applyChunk(x *inXfer, c *pb.Handoff) error {
 		delete(x.tombs, overlay.Key(it.Key)) // written at the giver after its tombstone went
 	}
 	for _, t := range c.Tombstones {
-		x.addTombstone(tombstoneFromPB(t))
+		x.addTombstone(n.receivedTombstone(t))
 	}
 	for _, k := range c.Deletes {
 		if err := n.store.Delete(overlay.Key(k)); err != nil {

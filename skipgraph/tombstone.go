@@ -145,6 +145,24 @@ func (t *tombstones) evictOldest(max int) int {
 	return evict
 }
 
+// receivedTombstone converts a tombstone a handoff brought: by its age where the giver gave one
+// (agoOnArrival), so that the two nodes' clocks need not agree; else by the giver's clock.
+func (n *Node) receivedTombstone(t *pb.Tombstone) (overlay.Key, time.Time) {
+	k, at := tombstoneFromPB(t)
+	if t.AgeNanos > 0 {
+		at = n.agoOnArrival(t.AgeNanos)
+	}
+	return k, at
+}
+
+// agoOnArrival turns an age a message brought into a time by this node's clock, less
+// ProbeTimeout for the message's delay on the way: earlier errs towards the copies of a
+// returning node (claim.go). An age past TombstoneTTL counts as TombstoneTTL: a re-admission
+// looks back no further, and a tombstone that old goes at the next tick.
+func (n *Node) agoOnArrival(ageNanos uint64) time.Time {
+	return n.env.Now().Add(-time.Duration(min(ageNanos, uint64(n.cfg.TombstoneTTL))) - n.cfg.ProbeTimeout)
+}
+
 // tombstoneFromPB converts a tombstone from the wire or a snapshot.
 func tombstoneFromPB(t *pb.Tombstone) (overlay.Key, time.Time) {
 	return overlay.Key(t.Key), time.Unix(0, t.DeletedUnixNano)

@@ -306,24 +306,48 @@ func TestNeitherConfirmedOverlapTakesNewerWrites(t *testing.T) {
 			nw.checkAllValues(t, want)
 		})
 	}
-	t.Run("a copy newer than the writes", func(t *testing.T) {
-		nw, want := outage(t)
-		b := nw.nodes["b"]
-		// b's store took values after a's writes (say keep-existing write-outs of the keys 1000
-		// and 1500 reached it), so its copies may be newer: they stand — all of them, since
-		// nothing tells which.
-		for i := 1000; i < 2000; i += 100 {
-			want[i] = string(val(i))
-		}
-		for _, i := range []int{1000, 1500} {
-			want[i] = "newer"
-			if err := b.store.Put(k(i), []byte(want[i])); err != nil {
+	for _, c := range []struct {
+		name   string
+		handOn func(t *testing.T, nw *testNet) overlay.NodeID
+	}{
+		{"a copy newer than the writes", func(*testing.T, *testNet) overlay.NodeID { return "a" }},
+		{"a copy newer than the writes handed on from a clock an hour ahead", func(t *testing.T, nw *testNet) overlay.NodeID {
+			// a's tombstones, stamped by its clock, would look an hour newer than b's copies.
+			a := nw.nodes["a"]
+			a.env.(*fakeEnv).skew = time.Hour
+			for k, at := range a.tombs.at {
+				a.tombs.set(k, at.Add(time.Hour))
+			}
+			if err := a.Leave(); err != nil {
 				t.Fatal(err)
 			}
-		}
-		b.storeWritten = nw.clock.now
-		meet(t, nw, "a")
-		nw.checkRing()
-		nw.checkAllValues(t, want)
-	})
+			nw.advance(time.Minute)
+			if a.State() != StateLeft || nw.nodes["e"].Tombstones() == 0 {
+				t.Fatalf("a is %s, e holds %d tombstones: the test tests nothing", a.State(), nw.nodes["e"].Tombstones())
+			}
+			return "e"
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			nw, want := outage(t)
+			taker := c.handOn(t, nw)
+			b := nw.nodes["b"]
+			// b's store took values after a's writes (say keep-existing write-outs of the keys 1000
+			// and 1500 reached it), so its copies may be newer: they stand — all of them, since
+			// nothing tells which.
+			for i := 1000; i < 2000; i += 100 {
+				want[i] = string(val(i))
+			}
+			for _, i := range []int{1000, 1500} {
+				want[i] = "newer"
+				if err := b.store.Put(k(i), []byte(want[i])); err != nil {
+					t.Fatal(err)
+				}
+			}
+			b.storeWritten = nw.clock.now
+			meet(t, nw, taker)
+			nw.checkRing()
+			nw.checkAllValues(t, want)
+		})
+	}
 }

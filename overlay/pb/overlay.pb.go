@@ -1582,8 +1582,11 @@ type Tombstone struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	Key             []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
 	DeletedUnixNano int64                  `protobuf:"varint,2,opt,name=deleted_unix_nano,json=deletedUnixNano,proto3" json:"deleted_unix_nano,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// In a handoff: how long before the chunk was sent the key was deleted. The receiver goes by
+	// it rather than by deleted_unix_nano (the giver's clock), so that clocks need not agree.
+	AgeNanos      uint64 `protobuf:"varint,3,opt,name=age_nanos,json=ageNanos,proto3" json:"age_nanos,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Tombstone) Reset() {
@@ -1626,6 +1629,13 @@ func (x *Tombstone) GetKey() []byte {
 func (x *Tombstone) GetDeletedUnixNano() int64 {
 	if x != nil {
 		return x.DeletedUnixNano
+	}
+	return 0
+}
+
+func (x *Tombstone) GetAgeNanos() uint64 {
+	if x != nil {
+		return x.AgeNanos
 	}
 	return 0
 }
@@ -4436,10 +4446,11 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\n" +
 	"tombstones\x18\r \x03(\v2\x1c.skiprange.overlay.TombstoneR\n" +
 	"tombstones\x12&\n" +
-	"\x0flost_ages_nanos\x18\x0e \x03(\x04R\rlostAgesNanos\"I\n" +
+	"\x0flost_ages_nanos\x18\x0e \x03(\x04R\rlostAgesNanos\"f\n" +
 	"\tTombstone\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12*\n" +
-	"\x11deleted_unix_nano\x18\x02 \x01(\x03R\x0fdeletedUnixNano\"9\n" +
+	"\x11deleted_unix_nano\x18\x02 \x01(\x03R\x0fdeletedUnixNano\x12\x1b\n" +
+	"\tage_nanos\x18\x03 \x01(\x04R\bageNanos\"9\n" +
 	"\n" +
 	"HandoffAck\x12\x17\n" +
 	"\axfer_id\x18\x01 \x01(\x04R\x06xferId\x12\x12\n" +
