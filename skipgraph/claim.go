@@ -58,7 +58,8 @@ import (
 // each arrived at n since — overwrite x's, and n's deletes made after it go to x as deletes. n
 // may have been confirmed for a while between two waits and taken writes then (a random
 // TestPauseProperties case found a delete undone so). Lost parts come with their age when
-// handed on, and with their time in snapshots.
+// handed on, and with their time in snapshots; a part that took in another node's copies
+// (keep-existing writes, which may be older than the take-over) forgets its time.
 //
 // Each decision is reported as an EventConflict that names both claims.
 

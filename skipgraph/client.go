@@ -432,6 +432,7 @@ func (n *Node) onBatchPut(b *pb.BatchPut) {
 				continue
 			}
 			local = append(local, overlay.Item{Key: key, Value: it.Value})
+			n.lost.copyArrived(key)
 		default:
 			local = append(local, overlay.Item{Key: key, Value: it.Value})
 		}

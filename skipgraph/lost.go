@@ -64,6 +64,17 @@ func (l lostSet) ranges() []overlay.Range {
 	return out
 }
 
+// copyArrived forgets when the parts holding k were taken over: a copy written there by another
+// node (a write that leaves what this node holds) may be older than the take-over, so the
+// values there are no longer all known to have arrived after it.
+func (l lostSet) copyArrived(k overlay.Key) {
+	for i := range l {
+		if l[i].Contains(k) {
+			l[i].since = time.Time{}
+		}
+	}
+}
+
 // add records r as lost, taken over at since (zero when not known).
 func (l *lostSet) add(r overlay.Range, since time.Time) { *l = append(*l, lostPart{r, since}) }
 

@@ -350,4 +350,28 @@ func TestNeitherConfirmedOverlapTakesNewerWrites(t *testing.T) {
 			nw.checkAllValues(t, want)
 		})
 	}
+	t.Run("a copy older than the take-over written out to a", func(t *testing.T) {
+		nw, want := outage(t)
+		// b held 1650 before it stood still; c writes out an older copy of it (a receiver of a
+		// piece from b whose commit it never heard, say), which a takes into the lost part: a
+		// can no longer tell its values there newer than b's, and b's stand — the writes made
+		// there during the outage with them (the deletes, timed one by one, still go).
+		if err := nw.nodes["b"].store.Put(k(1650), []byte("b1650")); err != nil {
+			t.Fatal(err)
+		}
+		var res overlay.Result
+		nw.nodes["c"].putBatch([]overlay.Item{{Key: k(1650), Value: []byte("older")}}, true, "", func(r overlay.Result) { res = r })
+		nw.run()
+		if res.Status != pb.Status_STATUS_OK || !nw.nodes["a"].lost.contains(k(1650)) {
+			t.Fatalf("the write-out: %s; into a's lost part: %v", res.Status, nw.nodes["a"].lost.contains(k(1650)))
+		}
+		want[1650] = "b1650"
+		for i := 1500; i < 2000; i += 100 {
+			want[i] = string(val(i))
+		}
+		meet(t, nw, "a")
+		nw.checkRing()
+		nw.checkDeleted(t, 1000, 1500)
+		nw.checkAllValues(t, want)
+	})
 }
