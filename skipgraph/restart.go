@@ -144,6 +144,19 @@ func (n *Node) predHeardLately() bool {
 // be stale meanwhile, so it gives none of them away: no NIX, no leave, no re-admission push.
 func (n *Node) unconfirmed() bool { return !n.unconfirmedSince.IsZero() }
 
+// StoreWritten returns when the node's store last took a value, as far as it knows.
+func (n *Node) StoreWritten() time.Time { return n.storeWritten }
+
+// RestoreStoreWritten tells a node restored from its snapshot that its store took no value after
+// t, a bound its runtime kept beside the store. Without one the node counts its store as written
+// at its restart, and the writes the ring made in its range while it was down cannot be told
+// newer than its copies where an overlap keeps them (claim.go).
+func (n *Node) RestoreStoreWritten(t time.Time) {
+	if t.Before(n.storeWritten) {
+		n.storeWritten = t
+	}
+}
+
 // Unconfirmed reports whether the node waits for its neighbours to confirm its range (see
 // unconfirmed): until then it holds the requests for it, and copies on their way to it (a
 // re-admission's items and deletes) may still replace what it holds.

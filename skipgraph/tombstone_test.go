@@ -374,4 +374,28 @@ func TestNeitherConfirmedOverlapTakesNewerWrites(t *testing.T) {
 		nw.checkDeleted(t, 1000, 1500)
 		nw.checkAllValues(t, want)
 	})
+	t.Run("b restarted, with when its store last took a value", func(t *testing.T) {
+		nw, want := outage(t)
+		b := nw.nodes["b"]
+		snap := proto.Clone(b.Snapshot()).(*pb.NodeSnapshot)
+		written := b.storeWritten // what b's runtime kept beside its store
+		nw.crash("b")
+		delete(nw.paused, "b")
+		b, err := nw.restart("b", snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.RestoreStoreWritten(written)
+		if !b.Unconfirmed() {
+			t.Fatal("the restored b does not wait for its neighbours' word: the test tests nothing")
+		}
+		// a, waiting too, meets b (as its next pong from b would have it).
+		a := nw.nodes["a"]
+		a.unconfirmedSince = nw.clock.now
+		a.settleOverlap(b.Self(), &pb.Pong{Claim: b.claim, Unconfirmed: true, UnwrittenForNanos: uint64(nw.clock.now.Sub(b.storeWritten))})
+		nw.advance(3 * time.Minute)
+		nw.checkRing()
+		nw.checkDeleted(t, 1000, 1500)
+		nw.checkAllValues(t, want)
+	})
 }

@@ -43,6 +43,20 @@ type syncer interface{ Sync() error }
 // snapshotMeta names the metadata entry holding the node's snapshot.
 const snapshotMeta = "snapshot"
 
+// storeWrittenMeta names the metadata entry holding a time the store takes no value after: a
+// lease, renewed before each step that could pass it, so that every item the store holds was
+// written before the bound persisted ahead of it. A restored node gives it to the protocol
+// (RestoreStoreWritten): the writes the ring made in its range while it was down are then
+// known newer than its copies.
+const storeWrittenMeta = "store-written-bound"
+
+// StoreWrittenLease is how far ahead the bound is set; it is renewed when less than
+// storeWrittenRenew of it is left, so that a busy node writes it every few seconds.
+const (
+	StoreWrittenLease = 10 * time.Second
+	storeWrittenRenew = 3 * time.Second
+)
+
 // memberMeta marks a data directory whose node has owned a range: an overlay exists, so a
 // restart never starts a new one (NewNetwork), even after a graceful leave.
 const memberMeta = "member"
@@ -123,6 +137,11 @@ type Runtime struct {
 	balancing bool
 	onLeft    []chan struct{}
 	closeOnce sync.Once
+
+	// writtenBound is the persisted bound on when the store last took a value
+	// (storeWrittenMeta); restoredBound the one a restart found.
+	writtenBound  time.Time
+	restoredBound time.Time
 
 	metrics *metrics
 	stats   counters
@@ -234,7 +253,15 @@ func Start(ctx context.Context, cfg Config) (*Runtime, error) {
 	var enter func() error
 	switch {
 	case snap != nil:
-		enter = func() error { return nd.Restore(snap) }
+		enter = func() error {
+			if err := nd.Restore(snap); err != nil {
+				return err
+			}
+			if !r.restoredBound.IsZero() {
+				nd.RestoreStoreWritten(r.restoredBound)
+			}
+			return nil
+		}
 	case cfg.NewNetwork && reached == 0 && (len(cfg.Bootstrap) == 0 || !r.wasMember()):
 		// A seed node: it starts the overlay unless a bootstrap peer answers — then an overlay
 		// exists (the seed restarted after a graceful leave) and it joins it. A seed with
@@ -347,12 +374,14 @@ func (r *Runtime) loop() {
 		if len(r.local) > 0 {
 			m := r.local[0]
 			r.local = r.local[1:]
+			r.beforeStep()
 			r.node.Handle(r.self, m.m)
 			r.afterStep()
 			continue
 		}
 		select {
 		case fn := <-r.events:
+			r.beforeStep()
 			fn()
 			r.afterStep()
 		case <-r.stop:
@@ -389,6 +418,22 @@ func (r *Runtime) call(ctx context.Context, fn func() error) error {
 }
 
 var errStopped = errors.New("node stopped")
+
+// beforeStep renews the persisted bound on the store's last write (storeWrittenMeta) when the
+// step could pass it: synced before any item of the step, it stays ahead of every item a crash
+// leaves on disk.
+func (r *Runtime) beforeStep() {
+	now := r.Now()
+	if r.meta == nil || now.Add(storeWrittenRenew).Before(r.writtenBound) {
+		return
+	}
+	bound := now.Add(StoreWrittenLease)
+	if err := r.meta.SetMeta(storeWrittenMeta, binary.BigEndian.AppendUint64(nil, uint64(bound.UnixNano()))); err != nil {
+		r.log.Error("persist the store's write bound: after a restart, writes made while this node was down may not replace its copies", zap.Error(err))
+		return
+	}
+	r.writtenBound = bound
+}
 
 func (r *Runtime) afterStep() {
 	r.persistSnapshot()
@@ -496,6 +541,9 @@ func (r *Runtime) loadSnapshot() (*pb.NodeSnapshot, error) {
 	s := new(pb.NodeSnapshot)
 	if err := proto.Unmarshal(raw, s); err != nil {
 		return nil, fmt.Errorf("snapshot is corrupt (remove the data directory to start as a new node): %w", err)
+	}
+	if v, ok, err := r.meta.GetMeta(storeWrittenMeta); err == nil && ok && len(v) == 8 {
+		r.restoredBound = time.Unix(0, int64(binary.BigEndian.Uint64(v)))
 	}
 	return s, nil // lastSnap stays empty: the first step writes the snapshot again
 }

@@ -588,6 +588,33 @@ func TestRestartAfterDeclaredDead(t *testing.T) {
 	t.Logf("node down %s (%d keys rewritten and %d deleted meanwhile, the node holding them restarted) came back and was re-admitted", gone, rewritten, len(deleted))
 }
 
+// TestRestoredNodeKnowsWhenItsStoreWasWritten: a node restarted over its data directory long
+// after it crashed counts its store as written no later than the bound its runtime kept beside
+// it — not at its restart — so that writes the ring made in its range meanwhile can be told
+// newer than its copies (PROTOCOL.md, "Newer than every copy x holds").
+func TestRestoredNodeKnowsWhenItsStoreWasWritten(t *testing.T) {
+	nw := startNet(t, 3, Options{DataDir: t.TempDir()})
+	c := newClient(t)
+	checkRing(t, c, nw, 3)
+	load(t, c, nw, 200)
+	crashed := time.Now()
+	nw.Crash(2)
+	time.Sleep(p2p.StoreWrittenLease + 2*time.Second) // past the last bound the node could have kept
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	restarted := time.Now()
+	if err := nw.Restart(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	var written time.Time
+	if err := nw.Members()[2].Runtime.Do(ctx, func(n *nodeT) { written = n.StoreWritten() }); err != nil {
+		t.Fatal(err)
+	}
+	if !written.Before(restarted) || written.After(crashed.Add(p2p.StoreWrittenLease)) {
+		t.Fatalf("the restored node counts its store as written at %s: crashed at %s, restarted at %s", written, crashed, restarted)
+	}
+}
+
 // TestSeedStartsWhilePeersAreJoiningThroughIt: b starts first and joins through a, the seed,
 // not up yet; a then starts with --new-network and b as its bootstrap peer. b answers — it is
 // up, joining through a — but is in no overlay: a counted it as reached and joined it, and the
