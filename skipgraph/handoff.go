@@ -206,15 +206,14 @@ func (n *Node) withAges(x *outXfer, h *pb.Handoff) *pb.Handoff {
 	now := n.env.Now()
 	age := func(since time.Time) uint64 { return uint64(max(now.Sub(since), 1)) } // 0 says "not known"
 	h = proto.Clone(h).(*pb.Handoff)
-	for _, since := range x.lostSince {
-		if !lost {
-			break
+	if lost {
+		for _, since := range x.lostSince {
+			var a uint64 // not known
+			if !since.IsZero() {
+				a = age(since)
+			}
+			h.LostAgesNanos = append(h.LostAgesNanos, a)
 		}
-		var a uint64
-		if !since.IsZero() {
-			a = age(since)
-		}
-		h.LostAgesNanos = append(h.LostAgesNanos, a)
 	}
 	for _, t := range h.Tombstones {
 		_, at := tombstoneFromPB(t)
