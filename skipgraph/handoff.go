@@ -259,8 +259,7 @@ func (n *Node) onHandoffAck(from overlay.Peer, a *pb.HandoffAck) {
 		// The node stood still or went unheard in the middle of the handoff (a pause): its
 		// predecessor may have taken its range over, writes included, and the piece's copies here
 		// may be stale. Ownership must not move on them.
-		n.send(x.to.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: x.id, Reason: "giver may have been replaced"}}}, x.cause)
-		n.abortOut(x, "giver may have been replaced")
+		n.giveUpOut(x, "giver may have been replaced")
 		return
 	}
 	n.debug("handoff flipped", func() []zap.Field {
@@ -357,8 +356,19 @@ func (n *Node) onOutTimer(id uint64) {
 	if n.env.Now().Before(x.deadline) {
 		return
 	}
-	n.send(x.to.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: x.id, Reason: "lease expired"}}}, x.cause)
-	n.abortOut(x, "lease expired")
+	n.giveUpOut(x, "lease expired")
+}
+
+// giveUpOut aborts x on this node's own account and tells the receiver. The receiver may have
+// acknowledged the piece and never hear the abort: it then keeps asking for the verdict and, if
+// this node seems gone meanwhile, writes its copies out to their owner — to this node — as writes
+// that leave what the owner holds (writeOutIn, writeOutJoin). Until it can no longer do so,
+// deletes here in the piece leave tombstones (copiesMayBeOut), or such a write would bring the
+// deleted keys back.
+func (n *Node) giveUpOut(x *outXfer, reason string) {
+	n.send(x.to.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: x.id, Reason: reason}}}, x.cause)
+	n.abortedOut = append(n.abortedOut, abortedPiece{piece: x.piece, until: n.env.Now().Add(n.copiesOutFor())})
+	n.abortOut(x, reason)
 }
 
 func (n *Node) abortOut(x *outXfer, reason string) {
@@ -752,9 +762,9 @@ func (n *Node) writeOutIn(x *inXfer, why string) {
 // ones; they go to whoever owns the piece now, as writes that leave what the owner holds, through
 // the node the giver named as this joiner's successor (or predecessor) — live a moment ago, and
 // in the ring where this joiner is not — and the join is tried again. Discarded, as before, they
-// were lost though no node responsible for them had crashed. The same writes bring back a key
-// deleted meanwhile if instead the giver aborted and all its word of it was lost, the trade a
-// giver makes with an unconfirmed commit (onOutTimer).
+// were lost though no node responsible for them had crashed. If instead the giver aborted and all
+// its word of it was lost, the writes reach the giver, whose deletes in the piece since left
+// tombstones (giveUpOut): what it deleted stays deleted.
 func (n *Node) writeOutJoin(x *inXfer) {
 	defer n.becameIdle()
 	n.in = nil

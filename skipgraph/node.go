@@ -71,7 +71,10 @@ type Node struct {
 	unreachable []unreachablePeer
 
 	lost lostSet // parts of the range whose items were lost with failed nodes
-	// tombs are the keys deleted in the lost parts (tombstone.go).
+	// abortedOut are pieces whose handoff this node aborted lately, whose receivers may still
+	// write their copies back (giveUpOut).
+	abortedOut []abortedPiece
+	// tombs are the keys deleted in the lost parts and aborted pieces (tombstone.go).
 	tombs tombstones
 	// storeWritten is when the store last took a value (a write, a batch, a handoff's chunk),
 	// or when the node was made: a store it restores holds nothing newer. Pongs report how long

@@ -29,6 +29,11 @@ import (
 //   - tombstones travel with the lost parts in handoffs and snapshots, and go when their part
 //     stops being lost or the key is written again.
 //
+// A piece handed off is the other place older copies come from: a receiver that acknowledged it
+// and never heard its giver abort writes its copies out later, to the giver as their owner. So a
+// delete in the piece of a handoff under way, or of one this node aborted lately, leaves a
+// tombstone too (copiesMayBeOut); a flip drops those of its piece, which the receiver now holds.
+//
 // Other deletes need none: the copies that come back are those of a part taken over without
 // them. Tombstones go with their keys' range when it moves on (a handoff carries those of its
 // piece), and the ones a re-admission left outside lost parts last until TombstoneTTL. (What
@@ -169,12 +174,38 @@ func tombstoneFromPB(t *pb.Tombstone) (overlay.Key, time.Time) {
 }
 
 // deleted records that key was deleted here just now: a tombstone when the key lies in a lost
-// part.
+// part, or where another node may hold a copy it will write back (copiesMayBeOut).
 func (n *Node) deleted(key overlay.Key) {
-	if n.lost.contains(key) {
+	if n.lost.contains(key) || n.copiesMayBeOut(key) {
 		n.tombs.set(key, n.env.Now())
 		n.evictTombstones()
 	}
+}
+
+// abortedPiece is a piece of this node's range whose handoff it aborted (giveUpOut): until
+// `until`, its receiver may write copies of it back here.
+type abortedPiece struct {
+	piece overlay.Range
+	until time.Time
+}
+
+// copiesMayBeOut reports whether key lies in a piece another node may hold copies of and write
+// back as writes that leave what this node holds: the piece of the handoff under way (its
+// receiver keeps them if the handoff aborts, below), or of one this node aborted lately.
+func (n *Node) copiesMayBeOut(key overlay.Key) bool {
+	if n.out != nil && n.out.piece.Contains(key) {
+		return true
+	}
+	now := n.env.Now()
+	n.abortedOut = slices.DeleteFunc(n.abortedOut, func(p abortedPiece) bool { return !now.Before(p.until) })
+	return slices.ContainsFunc(n.abortedOut, func(p abortedPiece) bool { return p.piece.Contains(key) })
+}
+
+// copiesOutFor is how long after an abort the receiver may still write its copies back: it asks
+// for the verdict every HandoffRetry, at most maxOrphanRetries+1 times from its acknowledgement
+// (before the abort), then writes; a lease more allows for the write's way here.
+func (n *Node) copiesOutFor() time.Duration {
+	return time.Duration(maxOrphanRetries+2)*n.cfg.HandoffRetry + n.cfg.HandoffLease
 }
 
 // evictTombstones keeps at most MaxTombstones, counting those it drops: each of those keys may

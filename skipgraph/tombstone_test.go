@@ -399,3 +399,50 @@ func TestNeitherConfirmedOverlapTakesNewerWrites(t *testing.T) {
 		nw.checkAllValues(t, want)
 	})
 }
+
+// TestDeletesAfterAnAbortUnheardStayDeleted: b's handoff of [1500, 2000) to f, joining there,
+// is acknowledged, but the acknowledgements and b's abort are all lost. b keeps the piece and
+// deletes 1600 and 1700, while the handoff is under way (the deletes it sends on to f lost too)
+// or after its abort; f, never hearing the verdict, writes its copies out to their owner, b, as
+// writes that leave what the owner holds. The deleted keys must not come back.
+func TestDeletesAfterAnAbortUnheardStayDeleted(t *testing.T) {
+	for _, during := range []bool{false, true} {
+		t.Run(map[bool]string{false: "after the abort", true: "while the handoff is under way"}[during], func(t *testing.T) {
+			nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+			want := initialValues()
+			nw.drop = func(s sentMsg) bool { return s.m.GetHandoffAck() != nil || s.m.GetHandoffAbort() != nil }
+			f := nw.add("f")
+			if err := f.Join("b", k(1500)); err != nil {
+				t.Fatal(err)
+			}
+			nw.run()
+			if f.in == nil || !f.in.acked {
+				t.Fatal("f did not acknowledge its piece: the case tests nothing")
+			}
+			b := nw.nodes["b"]
+			if during {
+				unheard := nw.drop
+				nw.drop = func(s sentMsg) bool { return unheard(s) || (s.to == "f" && s.m.GetHandoff() != nil) }
+				nw.deleteAll(t, want, "d", 1600, 1800)
+				if b.out == nil {
+					t.Fatal("the handoff ended before the deletes: the case tests nothing")
+				}
+			}
+			nw.advance(nw.cfg.HandoffLease + time.Second) // b's lease runs out: it aborts, unheard
+			nw.drop = nil
+			if b.Busy() || b.Range() != (overlay.Range{Start: k(1000), End: k(2000)}) {
+				t.Fatalf("b is busy %v and owns %s: it did not abort", b.Busy(), b.Range())
+			}
+			if !during {
+				nw.deleteAll(t, want, "d", 1600, 1800)
+			}
+			nw.advance(3 * time.Minute) // f gives its piece up, writes the copies out and joins again
+			if len(nw.envs["f"].eventsOf(overlay.EventConflict)) == 0 {
+				t.Fatal("f never gave its piece up: the case tests nothing")
+			}
+			nw.checkRing()
+			nw.checkDeleted(t, 1600, 1800)
+			nw.checkAllValues(t, want)
+		})
+	}
+}
