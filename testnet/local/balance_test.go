@@ -18,7 +18,8 @@ func TestLiveBalancing(t *testing.T) {
 		t.Fatal(err)
 	}
 	if res.WrongAnswers != 0 || res.FailedReads != 0 {
-		t.Fatalf("of %d reads, %d returned a wrong value and %d failed", res.Reads, res.WrongAnswers, res.FailedReads)
+		t.Fatalf("of %d reads, %d returned a wrong value and %d failed (first failure: %q; first wrong value: %q)",
+			res.Reads, res.WrongAnswers, res.FailedReads, res.FirstFailure, res.FirstWrong)
 	}
 	if res.MaxLoadBefore <= res.Thres {
 		t.Fatalf("the pulse never overloaded a node (max load %.1f, thres %.1f): the test shows nothing", res.MaxLoadBefore, res.Thres)

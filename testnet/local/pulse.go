@@ -35,6 +35,10 @@ type PulseResult struct {
 	NIX, MIG                    int
 	Reads, FailedReads          int64
 	WrongAnswers                int64
+	// FirstFailure says how the first failed read failed (its error or status and detail), and
+	// FirstWrong what the first wrong answer was: a count alone does not tell a time-out on an
+	// overloaded machine from a node answering STATUS_LOST.
+	FirstFailure, FirstWrong string
 }
 
 // RunPulse starts a network, loads Keys integer keys, and reads a pulse over them at Rate. Once
@@ -77,6 +81,17 @@ type PulseRun struct {
 	pulse workload.Pulse
 	stop  chan struct{}
 	wg    sync.WaitGroup
+	// firstMu guards res.FirstFailure and res.FirstWrong, written by the read goroutines.
+	firstMu sync.Mutex
+}
+
+// noteFirst keeps what into holds if it is set already, else what.
+func (run *PulseRun) noteFirst(into *string, what func() string) {
+	run.firstMu.Lock()
+	defer run.firstMu.Unlock()
+	if *into == "" {
+		*into = what()
+	}
 }
 
 // NewPulseRun starts the network and loads the keys (value of key k: "v"+k).
@@ -149,8 +164,17 @@ func (run *PulseRun) StartReads(ctx context.Context) {
 					switch {
 					case err != nil || r.Status != pb.Status_STATUS_OK:
 						atomic.AddInt64(&run.res.FailedReads, 1)
+						run.noteFirst(&run.res.FirstFailure, func() string {
+							if err != nil {
+								return fmt.Sprintf("get %x from %s: %v", k, from.ID(), err)
+							}
+							return fmt.Sprintf("get %x from %s: %s %s (owner %s, %d hops)", k, from.ID(), r.Status, r.Err, r.Owner, r.Hops)
+						})
 					case string(r.Value) != string(pulseValue(k)):
 						atomic.AddInt64(&run.res.WrongAnswers, 1)
+						run.noteFirst(&run.res.FirstWrong, func() string {
+							return fmt.Sprintf("get %x from %s: %q from %s, want %q", k, from.ID(), r.Value, r.Owner, pulseValue(k))
+						})
 					}
 				}()
 			}
