@@ -362,12 +362,10 @@ func (n *Node) onOutTimer(id uint64) {
 // giveUpOut aborts x on this node's own account and tells the receiver. The receiver may have
 // acknowledged the piece and never hear the abort: it then keeps asking for the verdict and, if
 // this node seems gone meanwhile, writes its copies out to their owner — to this node — as writes
-// that leave what the owner holds (writeOutIn, writeOutJoin). Until it can no longer do so,
-// deletes here in the piece leave tombstones (copiesMayBeOut), or such a write would bring the
-// deleted keys back.
+// that leave what the owner holds (writeOutIn, writeOutJoin).
 func (n *Node) giveUpOut(x *outXfer, reason string) {
 	n.send(x.to.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: x.id, Reason: reason}}}, x.cause)
-	n.abortedOut = append(n.abortedOut, abortedPiece{piece: x.piece, until: n.env.Now().Add(n.copiesOutFor())})
+	n.expectCopiesBack(x.piece)
 	n.abortOut(x, reason)
 }
 
@@ -550,6 +548,9 @@ func (n *Node) commitIn(x *inXfer) {
 	n.Stats.HandoffsIn++
 	n.takeLost(x)
 	n.send(x.from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffCommitAck{HandoffCommitAck: &pb.HandoffCommitAck{XferId: x.id}}}, x.cause)
+	// Should every confirmation be lost, the giver writes its copies out to their owner, this
+	// node, as writes that leave what it holds (onOutTimer).
+	n.expectCopiesBack(x.piece)
 	switch x.kind {
 	case pb.HandoffKind_HANDOFF_JOIN, pb.HandoffKind_HANDOFF_JOIN_BELOW:
 		n.joined(x)

@@ -71,10 +71,11 @@ type Node struct {
 	unreachable []unreachablePeer
 
 	lost lostSet // parts of the range whose items were lost with failed nodes
-	// abortedOut are pieces whose handoff this node aborted lately, whose receivers may still
-	// write their copies back (giveUpOut).
-	abortedOut []abortedPiece
-	// tombs are the keys deleted in the lost parts and aborted pieces (tombstone.go).
+	// copiesOut are pieces another node may still hold copies of and write back here, as writes
+	// that leave what this node holds: of a handoff this node aborted, or one it received whose
+	// giver may never have heard it commit (expectCopiesBack).
+	copiesOut []copiesOutPiece
+	// tombs are the keys deleted in the lost parts and in copiesOut (tombstone.go).
 	tombs tombstones
 	// storeWritten is when the store last took a value (a write, a batch, a handoff's chunk),
 	// or when the node was made: a store it restores holds nothing newer. Pongs report how long

@@ -30,9 +30,11 @@ import (
 //     stops being lost or the key is written again.
 //
 // A piece handed off is the other place older copies come from: a receiver that acknowledged it
-// and never heard its giver abort writes its copies out later, to the giver as their owner. So a
-// delete in the piece of a handoff under way, or of one this node aborted lately, leaves a
-// tombstone too (copiesMayBeOut); a flip drops those of its piece, which the receiver now holds.
+// and never heard its giver abort writes its copies out later, to the giver as their owner, and
+// a giver that never heard its commit confirmed writes its copies out to the receiver. So a
+// delete in the piece of a handoff under way, or of one this node aborted or received lately,
+// leaves a tombstone too (copiesMayBeOut); a flip drops those of its piece, which the receiver
+// now holds.
 //
 // Other deletes need none: the copies that come back are those of a part taken over without
 // them. Tombstones go with their keys' range when it moves on (a handoff carries those of its
@@ -182,28 +184,40 @@ func (n *Node) deleted(key overlay.Key) {
 	}
 }
 
-// abortedPiece is a piece of this node's range whose handoff it aborted (giveUpOut): until
-// `until`, its receiver may write copies of it back here.
-type abortedPiece struct {
+// copiesOutPiece is a piece of which another node may hold copies and write them back here until
+// `until` (expectCopiesBack).
+type copiesOutPiece struct {
 	piece overlay.Range
 	until time.Time
 }
 
+// expectCopiesBack notes that another node may hold copies of piece and, not knowing how its
+// handoff ended, write them back to this node as writes that leave what it holds: a receiver
+// that acknowledged a piece whose abort it never heard, a giver that never heard its commit
+// confirmed. Until it can no longer do so, deletes here in the piece leave tombstones, or such a
+// write would bring the deleted keys back.
+func (n *Node) expectCopiesBack(piece overlay.Range) {
+	now := n.env.Now()
+	n.copiesOut = slices.DeleteFunc(n.copiesOut, func(p copiesOutPiece) bool { return !now.Before(p.until) })
+	n.copiesOut = append(n.copiesOut, copiesOutPiece{piece: piece, until: now.Add(n.copiesOutFor())})
+}
+
 // copiesMayBeOut reports whether key lies in a piece another node may hold copies of and write
-// back as writes that leave what this node holds: the piece of the handoff under way (its
-// receiver keeps them if the handoff aborts, below), or of one this node aborted lately.
+// back: the piece of the handoff under way (its receiver keeps them if the handoff aborts), or
+// one of copiesOut.
 func (n *Node) copiesMayBeOut(key overlay.Key) bool {
 	if n.out != nil && n.out.piece.Contains(key) {
 		return true
 	}
 	now := n.env.Now()
-	n.abortedOut = slices.DeleteFunc(n.abortedOut, func(p abortedPiece) bool { return !now.Before(p.until) })
-	return slices.ContainsFunc(n.abortedOut, func(p abortedPiece) bool { return p.piece.Contains(key) })
+	return slices.ContainsFunc(n.copiesOut, func(p copiesOutPiece) bool { return now.Before(p.until) && p.piece.Contains(key) })
 }
 
-// copiesOutFor is how long after an abort the receiver may still write its copies back: it asks
-// for the verdict every HandoffRetry, at most maxOrphanRetries+1 times from its acknowledgement
-// (before the abort), then writes; a lease more allows for the write's way here.
+// copiesOutFor is how long the other side of a handoff may still write its copies back: a
+// receiver asks for the verdict every HandoffRetry, at most maxOrphanRetries+1 times from its
+// acknowledgement (before an abort), then writes; a giver sends its commit at most
+// maxCommitRetries+1 times from its flip (before the commit arrives); a lease more allows for
+// the write's way here.
 func (n *Node) copiesOutFor() time.Duration {
 	return time.Duration(maxOrphanRetries+2)*n.cfg.HandoffRetry + n.cfg.HandoffLease
 }

@@ -446,3 +446,30 @@ func TestDeletesAfterAnAbortUnheardStayDeleted(t *testing.T) {
 		})
 	}
 }
+
+// TestDeletesAfterACommitUnconfirmedStayDeleted: b hands [1500, 2000) to c by a NIX and c
+// applies the commit, but every confirmation of it is lost. c, the owner now, deletes 1600 and
+// 1700; b, never hearing the commit confirmed, writes its copies out to the piece's owner, c, as
+// writes that leave what the owner holds. The deleted keys must not come back.
+func TestDeletesAfterACommitUnconfirmedStayDeleted(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	want := initialValues()
+	b, c := nw.nodes["b"], nw.nodes["c"]
+	nw.drop = func(s sentMsg) bool { return s.m.GetHandoffCommitAck() != nil }
+	if err := b.GiveNIX(true, k(1500), pb.Cause_CAUSE_BALANCE, func(bool, int) {}); err != nil {
+		t.Fatal(err)
+	}
+	nw.run()
+	if c.Range() != (overlay.Range{Start: k(1500), End: k(3000)}) {
+		t.Fatalf("c owns %s after the NIX, want [1500, 3000)", c.Range())
+	}
+	nw.deleteAll(t, want, "d", 1600, 1800)
+	nw.advance(3 * time.Minute)
+	nw.drop = nil
+	if len(nw.envs["b"].eventsOf(overlay.EventConflict)) == 0 {
+		t.Fatal("b never wrote its copies out: the case tests nothing")
+	}
+	nw.checkRing()
+	nw.checkDeleted(t, 1600, 1800)
+	nw.checkAllValues(t, want)
+}
