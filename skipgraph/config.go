@@ -45,9 +45,10 @@ type Config struct {
 	// MaxKeyLoads bounds the per-key load statistics one handoff commit carries. A piece with
 	// more loaded keys sends the heaviest; the others' statistics start afresh at the receiver.
 	MaxKeyLoads int
-	// TombstoneTTL is how long a delete made in a lost part of the range is remembered, and
-	// MaxTombstones how many such deletes are (the oldest go first): longer than the longest
-	// outage whose copies may come back (tombstone.go).
+	// TombstoneTTL is how long a delete made in a lost part of the range (or in a piece whose
+	// copies may come back) is remembered, and MaxTombstones how many such deletes are (the
+	// oldest go first): longer than the longest outage whose copies may come back
+	// (tombstone.go).
 	TombstoneTTL  time.Duration
 	MaxTombstones int
 }

@@ -181,7 +181,7 @@ func TestRenderStatus(t *testing.T) {
 	for _, want := range []string{
 		"node       " + r.Nodes[2].Peer.ID.String(), "state      active", "algorithm  nixmig",
 		`range      [p .. "")`, "items      300", "load       20.0 / thres 10.0 (over_thres 15.0)  * overloaded",
-		"lock       locked by wave 7", "lost       2 items in 1 range [q .. r)", "deleted    3 keys deleted in the lost ranges, remembered",
+		"lock       locked by wave 7", "lost       2 items in 1 range [q .. r)", "deleted    3 deleted keys remembered against older copies",
 		"level  pred", client.ShortID(r.Nodes[1].Peer.ID), "counters", "nix", "waves",
 	} {
 		if !strings.Contains(out, want) {

@@ -96,7 +96,7 @@ func renderStatus(w io.Writer, st *pb.NodeStatus, hexMode bool) {
 			len(rs), plural(len(rs)), strings.Join(rs, " "))
 	}
 	if n := st.GetTombstones(); n > 0 {
-		row("deleted", "%d key%s deleted in the lost ranges, remembered", n, plural(int(n)))
+		row("deleted", "%d deleted key%s remembered against older copies", n, plural(int(n)))
 	}
 	if len(st.GetLevels()) == 0 {
 		row("levels", "none (not linked)")

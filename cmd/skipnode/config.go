@@ -93,7 +93,7 @@ func newFlags(fs *flag.FlagSet, o *options) *string {
 	fs.DurationVar(&sg.ProbeInterval, "probe-interval", sg.ProbeInterval, "how often a node pings its ring neighbours; failure detection takes about probe-misses × this")
 	fs.DurationVar(&sg.ProbeTimeout, "probe-timeout", sg.ProbeTimeout, "how long a ping waits for its answer")
 	fs.IntVar(&sg.ProbeMisses, "probe-misses", sg.ProbeMisses, "unanswered pings in a row that make a neighbour dead")
-	fs.DurationVar(&sg.TombstoneTTL, "tombstone-ttl", sg.TombstoneTTL, "how long a delete made in a range taken over from a failed node is remembered: a node away longer than this (a long partition, a restart after days) brings such deleted keys back")
+	fs.DurationVar(&sg.TombstoneTTL, "tombstone-ttl", sg.TombstoneTTL, "how long a delete made in a range taken over from a failed node (or in a piece just handed off) is remembered: a node away longer than this (a long partition, a restart after days) brings such deleted keys back")
 	fs.IntVar(&sg.MaxTombstones, "max-tombstones", sg.MaxTombstones, "most such deletes a node remembers (the oldest go first); each is kept in the node's saved state")
 	fs.StringVar(&o.algorithm, "algorithm", b.Algorithm.String(), "balancing: nixmig, nix, mig, ib (Item Balancing) or none")
 	fs.Float64Var(&b.Thres, "thres", b.Thres, "load above which a node is overloaded (requests per load window)")

@@ -87,7 +87,7 @@ var (
 	descRange     = prometheus.NewDesc("skiprange_node_range_fraction", "Share of the key circle the node owns (by the first 8 key bytes).", nil, nil)
 	descLocked    = prometheus.NewDesc("skiprange_node_locked", "1 while a balancing wave holds the node's lock.", nil, nil)
 	descLostRange = prometheus.NewDesc("skiprange_node_lost_ranges", "Parts of the node's range whose items were lost with failed nodes.", nil, nil)
-	descTombs     = prometheus.NewDesc("skiprange_node_tombstones", "Keys deleted in the node's lost ranges, remembered so that older copies do not bring them back.", nil, nil)
+	descTombs     = prometheus.NewDesc("skiprange_node_tombstones", "Keys deleted in the node's lost ranges or in pieces it handed off lately, remembered so that older copies do not bring them back.", nil, nil)
 	descCounter   = prometheus.NewDesc("skiprange_node_counter_total", "The node's protocol counters (handoffs, items moved, waves, NIX, MIG, locks, frames), by name.", []string{"name"}, nil)
 )
 

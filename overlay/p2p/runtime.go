@@ -484,7 +484,8 @@ func (r *Runtime) persistSnapshot() {
 		return
 	}
 	// Every step compares the snapshot without its tombstones, which can be many (deletes in
-	// lost parts) and change rarely: their version says when they did.
+	// lost parts and in pieces handed off lately) and change rarely: their version says when
+	// they did.
 	encode := proto.MarshalOptions{Deterministic: true}.Marshal
 	tombs := r.node.TombstoneVersion()
 	s := r.node.Snapshot()

@@ -340,8 +340,9 @@ type NodeStatus struct {
 	LostItems uint64            `protobuf:"varint,12,opt,name=lost_items,json=lostItems,proto3" json:"lost_items,omitempty"`
 	Counters  map[string]uint64 `protobuf:"bytes,13,rep,name=counters,proto3" json:"counters,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	Algorithm string            `protobuf:"bytes,14,opt,name=algorithm,proto3" json:"algorithm,omitempty"`
-	// tombstones counts the keys deleted in those lost ranges, remembered so that the older
-	// copies of a node that comes back do not bring them back.
+	// tombstones counts the keys deleted in those lost ranges or in pieces handed off lately,
+	// remembered so that older copies written back (by a node that comes back, or the other side
+	// of a handoff that never heard how it ended) do not bring them back.
 	Tombstones    uint64 `protobuf:"varint,15,opt,name=tombstones,proto3" json:"tombstones,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -1436,9 +1436,9 @@ type Handoff struct {
 	Lost []*KeyRange `protobuf:"bytes,11,rep,name=lost,proto3" json:"lost,omitempty"`
 	// For a join below: the receiver's new level-0 predecessor.
 	Pred *NodeRef `protobuf:"bytes,12,opt,name=pred,proto3" json:"pred,omitempty"`
-	// Keys deleted in the lost parts of the piece (tombstones), spread over the chunks: the
-	// receiver keeps them with the lost parts, so that older copies of those keys written back
-	// later do not bring them back.
+	// Keys deleted in the piece that the giver remembers (tombstones: in its lost parts, or where
+	// copies may still come back), spread over the chunks: the receiver keeps them, so that older
+	// copies of those keys written back later do not bring them back.
 	Tombstones []*Tombstone `protobuf:"bytes,13,rep,name=tombstones,proto3" json:"tombstones,omitempty"`
 	// For each part of lost, in order: how long before this chunk was sent the giver took it over
 	// (0: not known). A duration, so that the two nodes' clocks need not agree. Where the node
@@ -4243,7 +4243,7 @@ type NodeSnapshot struct {
 	Lost       []*KeyRange            `protobuf:"bytes,4,rep,name=lost,proto3" json:"lost,omitempty"`
 	// claim: the boundary version of the node's range when the snapshot was taken.
 	Claim uint64 `protobuf:"varint,5,opt,name=claim,proto3" json:"claim,omitempty"`
-	// Keys deleted in the lost parts (see Handoff.tombstones).
+	// Keys deleted that the node remembers (see Handoff.tombstones).
 	Tombstones []*Tombstone `protobuf:"bytes,6,rep,name=tombstones,proto3" json:"tombstones,omitempty"`
 	// For each part of lost, in order: when the node took it over, by its own clock (0: not
 	// known; see Handoff.lost_ages_nanos).
