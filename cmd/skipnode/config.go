@@ -11,6 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+
 	"github.com/skiprange/skiprange/nixmig"
 	"github.com/skiprange/skiprange/node"
 	"github.com/skiprange/skiprange/overlay/p2p"
@@ -21,6 +24,7 @@ import (
 type options struct {
 	listen      list
 	bootstrap   list
+	peers       []peer.AddrInfo // bootstrap, parsed
 	network     string
 	dataDir     string
 	identity    string
@@ -213,6 +217,18 @@ func (o *options) finish() error {
 	}
 	if len(o.listen) == 0 {
 		o.listen = list{"/ip4/0.0.0.0/tcp/4001", "/ip4/0.0.0.0/udp/4001/quic-v1"}
+	}
+	for _, s := range o.listen {
+		if _, err := ma.NewMultiaddr(s); err != nil {
+			return fmt.Errorf("--listen %q: want a multiaddr such as /ip4/0.0.0.0/tcp/4001: %w", s, err)
+		}
+	}
+	for _, s := range o.bootstrap {
+		ai, err := peer.AddrInfoFromString(s)
+		if err != nil {
+			return fmt.Errorf("--bootstrap %q: want a multiaddr ending in /p2p/<peer id>, as a node prints at start: %w", s, err)
+		}
+		o.peers = append(o.peers, *ai)
 	}
 	return nil
 }

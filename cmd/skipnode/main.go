@@ -101,18 +101,10 @@ func serve(o *options, log *zap.Logger, stdout io.Writer) error {
 		return err
 	}
 	defer st.Close()
-	var bootstrap []peer.AddrInfo
-	for _, s := range o.bootstrap {
-		ai, err := peer.AddrInfoFromString(s)
-		if err != nil {
-			return fmt.Errorf("--bootstrap %q: want a multiaddr ending in /p2p/<peer id>: %w", s, err)
-		}
-		bootstrap = append(bootstrap, *ai)
-	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg := p2p.Config{
-		Identity: key, ListenAddrs: o.listen, Bootstrap: bootstrap, Network: o.network, NewNetwork: o.newNetwork,
+		Identity: key, ListenAddrs: o.listen, Bootstrap: o.peers, Network: o.network, NewNetwork: o.newNetwork,
 		Node: o.node, Store: st, Logger: log, Registerer: reg, RingCheck: o.ringCheck,
 	}
 	if o.ringCheck == 0 {

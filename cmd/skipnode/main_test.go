@@ -141,15 +141,23 @@ new-network = true
 func TestListFlags(t *testing.T) {
 	clearEnv(t)
 	o := mustLoad(t, "--listen", "/ip4/127.0.0.1/tcp/1", "--listen", "/ip4/127.0.0.1/tcp/2,/ip4/127.0.0.1/udp/2/quic-v1",
-		"--listen=/ip6/::1/tcp/3 , ", "--bootstrap", "/ip4/10.0.0.1/tcp/4001/p2p/a,/ip4/10.0.0.2/tcp/4001/p2p/b")
+		"--listen=/ip6/::1/tcp/3 , ", "--bootstrap", bootA+","+bootB)
 	want := list{"/ip4/127.0.0.1/tcp/1", "/ip4/127.0.0.1/tcp/2", "/ip4/127.0.0.1/udp/2/quic-v1", "/ip6/::1/tcp/3"}
 	if !slices.Equal(o.listen, want) {
 		t.Errorf("listen %q, want %q", o.listen, want)
 	}
-	if !slices.Equal(o.bootstrap, list{"/ip4/10.0.0.1/tcp/4001/p2p/a", "/ip4/10.0.0.2/tcp/4001/p2p/b"}) {
-		t.Errorf("bootstrap %q", o.bootstrap)
+	if !slices.Equal(o.bootstrap, list{bootA, bootB}) || len(o.peers) != 2 || o.peers[1].String() != "{"+peerB+": [/ip4/10.0.0.2/tcp/4001]}" {
+		t.Errorf("bootstrap %q, parsed %v", o.bootstrap, o.peers)
 	}
 }
+
+// Two well-formed bootstrap addresses.
+const (
+	peerA = "12D3KooWGRUVh7VGYoQVqkZLsd3Rv7vvimcfuEiFNW9WVRX8gpmz"
+	peerB = "12D3KooWRBy97UB99e3J6hiPesre1MZeuNQvfan4gBziswrRJsNK"
+	bootA = "/ip4/10.0.0.1/tcp/4001/p2p/" + peerA
+	bootB = "/ip4/10.0.0.2/tcp/4001/p2p/" + peerB
+)
 
 func TestConfigFileErrors(t *testing.T) {
 	clearEnv(t)
@@ -229,6 +237,11 @@ func TestValidation(t *testing.T) {
 		t.Errorf("--tombstone-ttl 72h --max-tombstones 500 gave %v, %d", o.node.SkipGraph.TombstoneTTL, o.node.SkipGraph.MaxTombstones)
 	}
 	mustFail(t, []string{"--data-dir"}, "--data-dir", "")
+	mustFail(t, []string{"--listen", `"nonsense"`}, "--listen", "nonsense")
+	mustFail(t, []string{"--listen", `"/ip4/300.0.0.1/tcp/1"`}, "--listen", "/ip4/300.0.0.1/tcp/1")
+	mustFail(t, []string{"--bootstrap", `"nonsense"`}, "--bootstrap", "nonsense")
+	mustFail(t, []string{"--bootstrap", "/p2p/<peer id>"}, "--bootstrap", "/ip4/10.0.0.1/tcp/4001")
+	mustFail(t, []string{"--bootstrap", `"/ip4/10.0.0.1/tcp/4001/p2p/a"`}, "--bootstrap", "/ip4/10.0.0.1/tcp/4001/p2p/a")
 	mustFail(t, []string{`"extra"`}, "--new-network", "extra")
 	mustFail(t, []string{`"extra"`}, "extra", "--new-network")
 	mustFail(t, nil, "--no-such-flag")
