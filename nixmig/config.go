@@ -67,7 +67,8 @@ type Config struct {
 	// the migrants its remote wave found, and only a node under Keep offers itself as M (in
 	// its hints and when asked), since one between Keep and Thres has no room to give. Without
 	// it (0, the thesis's rule) the NIX chain fills nodes to just under thres, where the noise
-	// of the measured load keeps pushing some of them over again.
+	// of the measured load keeps pushing some of them over again. A node whose keys are heavy
+	// next to the headroom keeps none (Balancer.keepAt).
 	Headroom float64
 	// Settle: a node at the line — under Thres but within half the headroom of it — sends its
 	// load over Keep on in a settling wave, which ends only at a node with room (our rule; off
@@ -190,7 +191,8 @@ func (c Config) Faithful() Config {
 	return c
 }
 
-// Keep is the load the nodes of a wave try to stay under: Thres less the headroom.
+// Keep is the load the nodes of a wave try to stay under: Thres less the headroom (where their
+// keys are light: Balancer.keepAt).
 func (c Config) Keep() float64 { return c.KeepFor(c.Thres) }
 
 // KeepFor is keep for a node of the given thres: the headroom is the network's, thresholds may

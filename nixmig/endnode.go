@@ -155,7 +155,7 @@ const migrantSizeRatio = 4
 
 // hasRoom reports whether a node with load l can be M (and says so in its hints): it must be
 // under keep, not merely under thres — one between the two has no room for a migrant's range.
-func (b *Balancer) hasRoom(l float64) bool { return l < b.cfg.Keep() }
+func (b *Balancer) hasRoom(l float64) bool { return l < b.keepAt(l) }
 
 // onRemoteLock reserves this node as M (first request) or as a migrant after M.
 func (b *Balancer) onRemoteLock(from overlay.Peer, wave uint64, r *pb.RemoteLock) {
@@ -176,7 +176,7 @@ func (b *Balancer) onRemoteLock(from overlay.Peer, wave uint64, r *pb.RemoteLock
 			b.send(end, wave, &pb.RemoteReply{M: self})
 			return
 		}
-		b.send(succ.ID, wave, &pb.RemoteLock{End: r.End, Want: r.Want, AccLoad: l, MThres: b.cfg.Keep(), M: self, AccItems: uint64(b.store.Len())})
+		b.send(succ.ID, wave, &pb.RemoteLock{End: r.End, Want: r.Want, AccLoad: l, MThres: b.keep(), M: self, AccItems: uint64(b.store.Len())})
 		return
 	}
 	if r.Absorb {
@@ -221,7 +221,7 @@ func (b *Balancer) withOwnKeep(keeps []float64, migrants int) []float64 {
 	if len(keeps) != migrants {
 		return nil
 	}
-	return append(slices.Clip(keeps), b.cfg.Keep())
+	return append(slices.Clip(keeps), b.keep())
 }
 
 // mayPassOn reports whether a remote lock with split leaves may go on to succ, this node's
@@ -254,7 +254,7 @@ func (b *Balancer) onAbsorb(end overlay.NodeID, wave uint64, r *pb.RemoteLock, l
 	last := overlay.NodeID(r.Migrants[n-1].Id)
 	overflow := r.AccLoad - r.MThres
 	giveUp := min(max((r.AccLoad-l)/2, overflow), (overflow+r.LastLoad)/2)
-	room := b.cfg.Keep() - l
+	room := b.keep() - l
 	if !b.idle() || end == b.sg.ID() || overflow >= r.LastLoad || giveUp >= room {
 		b.send(last, wave, &pb.Release{Reason: "no room after the last migrant"})
 		b.send(end, wave, &pb.RemoteReply{M: r.M, Migrants: r.Migrants[:n-1], Splits: r.Splits, MigrantKeep: r.MigrantKeep[:max(0, len(r.MigrantKeep)-1)]})
@@ -268,7 +268,7 @@ func (b *Balancer) onAbsorb(end overlay.NodeID, wave uint64, r *pb.RemoteLock, l
 		b.send(end, wave, &pb.RemoteReply{M: r.M, Migrants: r.Migrants, Splits: splits, MigrantKeep: r.MigrantKeep})
 		return
 	}
-	b.send(succ.ID, wave, &pb.RemoteLock{End: r.End, Want: r.Want, AccLoad: l + giveUp, MThres: b.cfg.Keep(), M: r.M,
+	b.send(succ.ID, wave, &pb.RemoteLock{End: r.End, Want: r.Want, AccLoad: l + giveUp, MThres: b.keep(), M: r.M,
 		Migrants: r.Migrants, MigrantKeep: r.MigrantKeep, AccItems: uint64(b.store.Len()), Splits: splits})
 }
 
@@ -374,7 +374,7 @@ func (b *Balancer) onNixTurn(wave uint64, t *pb.NixTurn) {
 		}
 		b.send(chain[i+1].ID, wave, &pb.NixTurn{Dir: t.Dir, Chain: t.Chain, Index: t.Index + 1})
 	}
-	want := moved(load, b.cfg.Keep(), b.cfg.OverThres, b.cfg.A)
+	want := moved(load, b.keep(), b.cfg.OverThres, b.cfg.A)
 	if i == 0 && b.lock.pieceCap > 0 {
 		want = min(want, b.lock.pieceCap)
 	}
@@ -485,7 +485,7 @@ func (b *Balancer) migPhase(e *endState) {
 	b.renew(e.wave, b.cfg.LockLease())
 	r := len(e.migrants)
 	l := b.load.Load(b.env.Now())
-	if r == 0 || l <= b.cfg.Keep() {
+	if r == 0 || l <= b.keepAt(l) {
 		b.finishEnd(e, true)
 		return
 	}
@@ -508,7 +508,7 @@ func (b *Balancer) migPhase(e *endState) {
 // an equal share of a node of 90 would start overloaded, one of 90 given a node of 30's share
 // would leave room unused.
 func (b *Balancer) migShares(e *endState, l float64, r int) (shares, keeps []float64) {
-	own := b.cfg.Keep()
+	own := b.keep()
 	mixed := !b.cfg.FaithfulMigShare && len(e.migrantKeep) == r &&
 		slices.ContainsFunc(e.migrantKeep, func(k float64) bool { return k != own })
 	capacity := own

@@ -50,7 +50,26 @@ func (b *Balancer) onCheck() {
 // which ends only at a node with room (Config.Settle; never without headroom, nor in the
 // baselines).
 func (b *Balancer) atLine(l float64) bool {
-	return b.cfg.Settle && b.cfg.Algorithm == NIXMIG && b.cfg.Headroom > 0 && l <= b.cfg.Thres && l > b.cfg.Thres*(1-b.cfg.Headroom/2)
+	return b.cfg.Settle && b.cfg.Algorithm == NIXMIG && b.keepAt(l) < b.cfg.Thres && l <= b.cfg.Thres && l > b.cfg.Thres*(1-b.cfg.Headroom/2)
+}
+
+// keep is the load this node tries to stay under (keepAt its load now).
+func (b *Balancer) keep() float64 { return b.keepAt(b.load.Load(b.env.Now())) }
+
+// keepAt is the load this node tries to stay under, its load being l: Keep — thres less the
+// headroom — unless the keys the tracker counts carry more than twice the headroom each on
+// average, when it is thres itself. The headroom keeps nodes off the line, where the measured
+// load's noise carries them over and back, but it is paid in whole keys: where keys are that
+// heavy a node gives up much of its capacity for it. On the thesis's 5% pulse (keys of 10/s,
+// thres 60) a node kept five keys under 57 instead of six under 60, which left the 498 nodes of
+// 500 the pulse needs no slack at all, and lumps of hot keys travelled for hundreds of seconds
+// looking for rooms under keep. Keys of 5/s (the 10% pulse) and lighter keep the headroom,
+// which pays there (JOURNAL.md, "The headroom only where keys are light").
+func (b *Balancer) keepAt(l float64) float64 {
+	if n := b.load.Keys(); b.cfg.Headroom > 0 && n > 0 && l/float64(n) > 2*b.cfg.Headroom*b.cfg.Thres {
+		return b.cfg.Thres
+	}
+	return b.cfg.Keep()
 }
 
 // settleQuiet: a node starts a settling wave only while the lock requests it received lately
@@ -229,7 +248,7 @@ func moved(l, keep, overThres, a float64) float64 {
 // node's own keys cannot carry it, the bare excess stands. own reports whether its own keys can
 // carry the piece, leaving a key behind: then it can give before its own piece arrives.
 func (b *Balancer) plannedPiece(dir pb.Side, tmpL float64) (load float64, own bool) {
-	want := moved(tmpL, b.cfg.Keep(), b.cfg.OverThres, b.cfg.A)
+	want := moved(tmpL, b.keep(), b.cfg.OverThres, b.cfg.A)
 	if want <= 0 {
 		return want, true
 	}
@@ -258,10 +277,11 @@ func (b *Balancer) shiftablePiece(dir pb.Side, l float64) (float64, bool) {
 		slices.Reverse(keys)
 	}
 	now := b.env.Now()
+	keep := b.keep()
 	fill, heaviest := 0.0, 0.0
 	for _, k := range keys {
 		kl := b.load.KeyLoad(k, now)
-		if fill+kl > b.cfg.Keep() {
+		if fill+kl > keep {
 			break
 		}
 		fill, heaviest = fill+kl, max(heaviest, kl)
@@ -290,7 +310,7 @@ func (b *Balancer) packedFill() float64 {
 		loads = append(loads, b.load.KeyLoad(k, now))
 		return true
 	})
-	return packedLoad(loads, b.cfg.Keep())
+	return packedLoad(loads, b.keep())
 }
 
 // packedLoad is the mean load of the full pieces when keys with these loads are packed in order,
@@ -365,7 +385,7 @@ func (b *Balancer) onLockRequest(from overlay.Peer, wave uint64, r *pb.LockReque
 	b.lock.dir, b.lock.chain, b.lock.tmpL, b.lock.exNodes = r.Dir, chain, tmpL, ex
 	b.lock.movedIn, b.lock.giveFirst, b.lock.settle = r.Moved, r.GiveFirst, r.Settle
 	next := b.neighbour(r.Dir)
-	if tmpL > b.cfg.Keep() && ex <= b.cfg.TTL && !next.IsZero() && next.ID != self.ID && next.ID != chain[0].ID {
+	if tmpL > b.keepAt(l) && ex <= b.cfg.TTL && !next.IsZero() && next.ID != self.ID && next.ID != chain[0].ID {
 		piece, own := b.plannedPiece(r.Dir, tmpL)
 		giveFirst := r.GiveFirst && own
 		reach := b.cfg.TTL // a settling wave never reaches further: fewer locks held, for less time
@@ -379,7 +399,7 @@ func (b *Balancer) onLockRequest(from overlay.Peer, wave uint64, r *pb.LockReque
 		}
 	}
 	if r.Settle {
-		if tmpL > b.cfg.Keep() {
+		if tmpL > b.keep() {
 			b.settleFailed(wave, chain)
 			return
 		}

@@ -1,6 +1,7 @@
 package nixmig
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -196,5 +197,52 @@ func TestInitiatedWaveForgottenWithoutOutcome(t *testing.T) {
 	}
 	if _, kept := b.initiated[5]; !kept {
 		t.Error("a wave that may still run was forgotten")
+	}
+}
+
+// TestHeadroomOnlyWhereKeysAreLight: a node keeps the headroom (keep 57 at thres 60) while its
+// loaded keys carry at most twice the headroom each (6/s): twelve keys of 4.5/s, nine of 5.9/s.
+// Five keys of 10/s, as on the thesis's 5% pulse, would cost it a whole key of six for the
+// headroom: it keeps thres itself, has room up to it, and is never at the line. Without headroom
+// keep is thres. The rule reads the load it is given: the nine keys keep the headroom at their
+// own 53.1/s, not at 58 or 59.5 (6.4/s and more a key).
+func TestHeadroomOnlyWhereKeysAreLight(t *testing.T) {
+	node := func(cfg Config, keys int, perKey float64) *Balancer {
+		st := store.NewMemory()
+		for i := range keys {
+			if err := st.Put(overlay.Uint64Key(uint64(i)), []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		env, b := loneNode(t, "n", st, cfg)
+		for i := range keys {
+			b.load.HitN(overlay.Uint64Key(uint64(i)), env.now, uint32(perKey*b.load.Window().Seconds()))
+		}
+		return b
+	}
+	for _, c := range []struct {
+		name      string
+		cfg       Config
+		keys      int
+		perKey    float64
+		keep      float64
+		roomAt58  bool // has room for a migrant's range when its load reads 58
+		lineAt595 bool // at the line when its load reads 59.5
+	}{
+		{"light keys", DefaultConfig(), 12, 4.5, 57, false, true},
+		{"keys just under twice the headroom", DefaultConfig(), 9, 5.9, 57, true, false},
+		{"heavy keys", DefaultConfig(), 5, 10, 60, true, false},
+		{"no headroom", DefaultConfig().Faithful(), 12, 4.5, 60, true, false},
+	} {
+		b := node(c.cfg, c.keys, c.perKey)
+		if keep := b.keep(); math.Abs(keep-c.keep) > 1e-9 {
+			t.Errorf("%s: keep %v, want %v", c.name, keep, c.keep)
+		}
+		if got := b.hasRoom(58); got != c.roomAt58 {
+			t.Errorf("%s: room at 58 %v, want %v", c.name, got, c.roomAt58)
+		}
+		if got := b.atLine(59.5); got != c.lineAt595 {
+			t.Errorf("%s: at the line at 59.5 %v, want %v", c.name, got, c.lineAt595)
+		}
 	}
 }
