@@ -104,7 +104,7 @@ func newFlags(fs *flag.FlagSet, o *options) *string {
 	fs.Float64Var(&b.OverThres, "over-thres", b.OverThres, "load above which only the share --a of the excess moves in one exchange")
 	fs.Float64Var(&b.A, "a", b.A, "share of the excess moved per exchange above --over-thres, in (0, 1]")
 	fs.IntVar(&b.TTL, "ttl", b.TTL, "most nodes a local wave reserves, 1 to 63 (a wave whose members can all give first may reserve 4·ttl, at most 63)")
-	fs.Float64Var(&b.Headroom, "headroom", b.Headroom, "share of --thres the nodes of a balancing wave try to keep free, in [0, 1)")
+	fs.Float64Var(&b.Headroom, "headroom", b.Headroom, "share of --thres the nodes of a balancing wave try to keep free, in [0, 1); a node whose loaded keys carry over twice that each keeps none")
 	fs.DurationVar(&b.Window, "window", b.Window, "load window: load counts the requests served in this sliding window")
 	fs.IntVar(&b.Slots, "slots", b.Slots, "resolution of the load window (slots per window)")
 	fs.DurationVar(&b.CheckInterval, "check-interval", b.CheckInterval, "how often an idle node compares its load with --thres")

@@ -130,7 +130,7 @@ func (f *balanceFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.ttl, "ttl", f.ttl, "most nodes one local wave reserves, 1 to 63 (a wave whose members can all give first may reserve 4·ttl, at most 63)")
 	fs.StringVar(&f.unl, "unl", f.unl, "underloaded-node location: smart (SmartUNL hint cache, then probes) or random (probes only)")
 	fs.StringVar(&f.rnp, "rnp", f.rnp, "side a migrant joins: smart (SmartRNP), random or adversarial")
-	fs.Float64Var(&f.headroom, "headroom", f.headroom, "share of thres the nodes of a wave try to keep free, in [0,1) (0: the thesis's rule)")
+	fs.Float64Var(&f.headroom, "headroom", f.headroom, "share of thres the nodes of a wave try to keep free, in [0,1) (0: the thesis's rule); a node whose loaded keys carry over twice that each keeps none")
 	fs.BoolVar(&f.faithful, "faithful", false, "the thesis's literal rules: no headroom, waves planned with bare excesses, its exNodes and migrant-share formulas, an exam that ends at the first candidate that accepts, a sequential NIX chain after the exam within ttl that carries a lump whole, any light node a migrant whatever it stores, every migrant's whole range left to M")
 	fs.Float64Var(&f.loss, "loss", 0, "`probability` that a message is lost, in [0,1)")
 	fs.Float64Var(&f.crash, "crash", 0, "`fraction` of the nodes that crash at once, in [0,1)")
