@@ -59,12 +59,13 @@ func (b *Balancer) keep() float64 { return b.keepAt(b.load.Load(b.env.Now())) }
 // keepAt is the load this node tries to stay under, its load being l: Keep — thres less the
 // headroom — unless the keys the tracker counts carry more than twice the headroom each on
 // average, when it is thres itself. The headroom keeps nodes off the line, where the measured
-// load's noise carries them over and back, but it is paid in whole keys: where keys are that
-// heavy a node gives up much of its capacity for it. On the thesis's 5% pulse (keys of 10/s,
-// thres 60) a node kept five keys under 57 instead of six under 60, which left the 498 nodes of
-// 500 the pulse needs no slack at all, and lumps of hot keys travelled for hundreds of seconds
-// looking for rooms under keep. Keys of 5/s (the 10% pulse) and lighter keep the headroom,
-// which pays there (JOURNAL.md, "The headroom only where keys are light").
+// load's noise carries them over and back: without it a node may take the key that brings it to
+// thres exactly (twelve keys of 5/s, six of 10/s). On the thesis's 10% pulse (keys of 5/s, 454
+// nodes of 500 needed) that pays; on its 5% pulse (keys of 10/s, 498 of 500 needed, five keys a
+// node) the last lumps of hot keys travelled for hundreds of seconds looking for a room under
+// keep, and allowed up to thres they are gone within a few hundred. The rule is empirical: the
+// keys' load is what tells those two apart (JOURNAL.md, "The headroom only where keys are
+// light").
 func (b *Balancer) keepAt(l float64) float64 {
 	if n := b.load.Keys(); b.cfg.Headroom > 0 && n > 0 && l/float64(n) > 2*b.cfg.Headroom*b.cfg.Thres {
 		return b.cfg.Thres

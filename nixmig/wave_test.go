@@ -202,8 +202,8 @@ func TestInitiatedWaveForgottenWithoutOutcome(t *testing.T) {
 
 // TestHeadroomOnlyWhereKeysAreLight: a node keeps the headroom (keep 57 at thres 60) while its
 // loaded keys carry at most twice the headroom each (6/s): twelve keys of 4.5/s, nine of 5.9/s.
-// Five keys of 10/s, as on the thesis's 5% pulse, would cost it a whole key of six for the
-// headroom: it keeps thres itself, has room up to it, and is never at the line. Without headroom
+// With five keys of 10/s, as on the thesis's 5% pulse, it keeps thres itself (it may take a
+// sixth), has room up to it, and is never at the line. Without headroom
 // keep is thres. The rule reads the load it is given: the nine keys keep the headroom at their
 // own 53.1/s, not at 58 or 59.5 (6.4/s and more a key).
 func TestHeadroomOnlyWhereKeysAreLight(t *testing.T) {
