@@ -176,7 +176,7 @@ func (b *Balancer) onRemoteLock(from overlay.Peer, wave uint64, r *pb.RemoteLock
 			b.send(end, wave, &pb.RemoteReply{M: self})
 			return
 		}
-		b.send(succ.ID, wave, &pb.RemoteLock{End: r.End, Want: r.Want, AccLoad: l, MThres: b.keep(), M: self, AccItems: uint64(b.store.Len())})
+		b.send(succ.ID, wave, &pb.RemoteLock{End: r.End, Want: r.Want, AccLoad: l, MThres: b.keepAt(l), M: self, AccItems: uint64(b.store.Len())})
 		return
 	}
 	if r.Absorb {
@@ -254,7 +254,7 @@ func (b *Balancer) onAbsorb(end overlay.NodeID, wave uint64, r *pb.RemoteLock, l
 	last := overlay.NodeID(r.Migrants[n-1].Id)
 	overflow := r.AccLoad - r.MThres
 	giveUp := min(max((r.AccLoad-l)/2, overflow), (overflow+r.LastLoad)/2)
-	room := b.keep() - l
+	room := b.keepAt(l) - l
 	if !b.idle() || end == b.sg.ID() || overflow >= r.LastLoad || giveUp >= room {
 		b.send(last, wave, &pb.Release{Reason: "no room after the last migrant"})
 		b.send(end, wave, &pb.RemoteReply{M: r.M, Migrants: r.Migrants[:n-1], Splits: r.Splits, MigrantKeep: r.MigrantKeep[:max(0, len(r.MigrantKeep)-1)]})
@@ -268,7 +268,7 @@ func (b *Balancer) onAbsorb(end overlay.NodeID, wave uint64, r *pb.RemoteLock, l
 		b.send(end, wave, &pb.RemoteReply{M: r.M, Migrants: r.Migrants, Splits: splits, MigrantKeep: r.MigrantKeep})
 		return
 	}
-	b.send(succ.ID, wave, &pb.RemoteLock{End: r.End, Want: r.Want, AccLoad: l + giveUp, MThres: b.keep(), M: r.M,
+	b.send(succ.ID, wave, &pb.RemoteLock{End: r.End, Want: r.Want, AccLoad: l + giveUp, MThres: b.keepAt(l), M: r.M,
 		Migrants: r.Migrants, MigrantKeep: r.MigrantKeep, AccItems: uint64(b.store.Len()), Splits: splits})
 }
 

@@ -400,7 +400,7 @@ func (b *Balancer) onLockRequest(from overlay.Peer, wave uint64, r *pb.LockReque
 		}
 	}
 	if r.Settle {
-		if tmpL > b.keep() {
+		if tmpL > b.keepAt(l) {
 			b.settleFailed(wave, chain)
 			return
 		}
