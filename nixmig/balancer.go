@@ -33,6 +33,7 @@ type Stats struct {
 	UNLHits                            int // remote waves whose candidate came from the hint cache
 	RemoteTries, RemoteAccepted        int // remote lock requests to a candidate M, and accepted ones
 	LeasesExpired                      int
+	Numbered                           int           // balancing messages sent numbered, asking for an acknowledgement (reliable.go)
 	Resent                             int           // balancing messages sent again, unacknowledged (reliable.go)
 	Locked                             time.Duration // total time held by locks
 }
@@ -176,7 +177,8 @@ func New(env overlay.Env, sg *skipgraph.Node, cfg Config) (*Balancer, error) {
 		return nil, err
 	}
 	b := &Balancer{env: env, sg: sg, store: sg.Store(), cfg: cfg, load: lt, initiated: map[uint64]initiatedWave{},
-		reliable: reliableState{outstanding: map[uint64]*outstanding{}, seen: map[seenKey]time.Time{}}}
+		reliable: reliableState{outstanding: map[uint64]*outstanding{}, seen: map[seenKey]time.Time{},
+			numberedWaves: map[uint64]time.Time{}}}
 	b.unl.init(cfg.UNLCache, cfg.Window, !cfg.FaithfulMigrants)
 	sg.SetObserver(b)
 	return b, nil
@@ -353,7 +355,7 @@ func (b *Balancer) send(to overlay.NodeID, wave uint64, op any) {
 		b.Handle(b.sg.Self(), m)
 		return
 	}
-	if b.acking(b.env.Now()) {
+	if b.acking(b.env.Now(), wave) {
 		b.number(to, m)
 	}
 	b.sg.Send(to, &pb.Envelope{Body: &pb.Envelope_Balance{Balance: m}}, pb.Cause_CAUSE_BALANCE)

@@ -18,11 +18,15 @@ import (
 // that has seen messages lost lately (skipgraph's LossSeen: a neighbour whose pings went
 // unanswered was heard from again) numbers each balancing message it sends and sends it again
 // every AckTimeout until the receiver acknowledges it, at most ackAttempts times in all; the
-// receiver acknowledges every numbered message and acts on each one once, and numbers its own
-// from then on too (a numbered message says that its sender saw losses), as does a sender whose
-// message was acknowledged only after it was sent again. A node that has never seen a loss
-// sends no numbers and asks for no acknowledgements: on a network that loses nothing,
-// balancing costs not one message more.
+// receiver acknowledges every numbered message and acts on each one once. A sender whose message
+// was acknowledged only after it was sent again has seen a loss too, and numbers from then on.
+// A receiver that has seen no loss itself numbers only its messages of the waves in which
+// numbered messages reached it: the rest of such a wave crosses the same lossy links, but a
+// node that numbered everything it sent after hearing a number made its neighbours number
+// everything too, and Item Balancing's steady probing (every node every 10 s) kept the whole
+// network numbering for ever after one loss. A node that has never seen a loss sends no
+// numbers and asks for no acknowledgements: on a network that loses nothing, balancing costs
+// not one message more.
 
 // ackAttempts is how often a numbered message is sent at most: under 5% loss each way, all four
 // attempts fail with a chance of 1 in 10,000.
@@ -52,17 +56,21 @@ type reliableState struct {
 	// seen holds the numbered messages received lately (in time units of the node's clock) so
 	// that a message sent again after its acknowledgement was lost is not acted on twice.
 	seen map[seenKey]time.Time
-	// lossHeard is when a numbered message last came in, or an acknowledgement of a message
-	// sent more than once.
-	lossHeard time.Time
+	// resentAcked is when a message sent more than once was last acknowledged.
+	resentAcked time.Time
+	// numberedWaves holds the waves in which a numbered message came in, and when the last did.
+	numberedWaves map[uint64]time.Time
 }
 
-// acking reports whether this node numbers its messages now: it saw a loss, or heard of one,
-// within skipgraph.LossMemory.
-func (b *Balancer) acking(now time.Time) bool {
+// acking reports whether this node numbers its messages of wave now: it saw a loss within
+// skipgraph.LossMemory, or a numbered message of the wave came in within it.
+func (b *Balancer) acking(now time.Time, wave uint64) bool {
 	seen := b.sg.LossSeen()
-	if b.reliable.lossHeard.After(seen) {
-		seen = b.reliable.lossHeard
+	if b.reliable.resentAcked.After(seen) {
+		seen = b.reliable.resentAcked
+	}
+	if heard, ok := b.reliable.numberedWaves[wave]; ok && heard.After(seen) {
+		seen = heard
 	}
 	return !seen.IsZero() && now.Sub(seen) < skipgraph.LossMemory
 }
@@ -71,6 +79,7 @@ func (b *Balancer) acking(now time.Time) bool {
 func (b *Balancer) number(to overlay.NodeID, m *pb.Balance) {
 	r := &b.reliable
 	r.nextSeq++
+	b.Stats.Numbered++
 	m.Seq = r.nextSeq
 	r.outstanding[m.Seq] = &outstanding{to: to, msg: proto.CloneOf(m), attempts: 1}
 	b.env.SetTimer(b.cfg.AckTimeout(), overlay.Timer{Kind: timerResend, ID: m.Seq})
@@ -100,7 +109,7 @@ func (b *Balancer) received(from overlay.Peer, m *pb.Balance) bool {
 	if ack, ok := m.Op.(*pb.Balance_Ack); ok {
 		if o := r.outstanding[ack.Ack.Seq]; o != nil {
 			if o.attempts > 1 {
-				r.lossHeard = b.env.Now()
+				r.resentAcked = b.env.Now()
 			}
 			delete(r.outstanding, ack.Ack.Seq)
 		}
@@ -109,7 +118,7 @@ func (b *Balancer) received(from overlay.Peer, m *pb.Balance) bool {
 	if m.Seq == 0 {
 		return true
 	}
-	r.lossHeard = b.env.Now()
+	r.numberedWaves[m.Wave] = b.env.Now()
 	b.sg.Send(from.ID, &pb.Envelope{Body: &pb.Envelope_Balance{Balance: &pb.Balance{Wave: m.Wave,
 		Op: &pb.Balance_Ack{Ack: &pb.BalanceAck{Seq: m.Seq}}}}}, pb.Cause_CAUSE_BALANCE)
 	k := seenKey{from.ID, from.Incarnation, m.Seq}
@@ -120,11 +129,17 @@ func (b *Balancer) received(from overlay.Peer, m *pb.Balance) bool {
 	return true
 }
 
-// forgetSeen drops the numbered messages received longer ago than seenFor.
+// forgetSeen drops the numbered messages received longer ago than seenFor, and the waves whose
+// last numbered message came in longer ago than skipgraph.LossMemory.
 func (b *Balancer) forgetSeen(now time.Time) {
 	for k, at := range b.reliable.seen {
 		if now.Sub(at) > seenFor {
 			delete(b.reliable.seen, k)
+		}
+	}
+	for wave, at := range b.reliable.numberedWaves {
+		if now.Sub(at) >= skipgraph.LossMemory {
+			delete(b.reliable.numberedWaves, wave)
 		}
 	}
 }

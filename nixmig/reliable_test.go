@@ -26,8 +26,9 @@ func isRelease(m *pb.Balance) bool    { return m.GetRelease() != nil }
 // TestNumberedMessagesAcknowledgedAndActedOnOnce: a node that has seen no loss numbers nothing;
 // a numbered message is acknowledged every time it arrives and acted on once (another
 // incarnation of its sender numbers afresh), and tells the receiver to number its own
-// messages, which it then sends again until acknowledged, at most ackAttempts times in all,
-// and not once skipgraph.LossMemory has passed.
+// messages of that wave, which it then sends again until acknowledged, at most ackAttempts
+// times in all — but not its messages of other waves, until one of its own was acknowledged
+// only after it was sent again; and nothing once skipgraph.LossMemory has passed.
 func TestNumberedMessagesAcknowledgedAndActedOnOnce(t *testing.T) {
 	env, b := loadedNode(t, "r", DefaultConfig(), 10)
 	b.send("x", 5, &pb.Release{})
@@ -68,12 +69,22 @@ func TestNumberedMessagesAcknowledgedAndActedOnOnce(t *testing.T) {
 		t.Fatalf("an unacknowledged reply went %d times (%d resent), want %d", copies, b.Stats.Resent, ackAttempts)
 	}
 
-	b.send("j", 4, &pb.Release{})
+	b.send("k", 4, &pb.Release{})
+	if m := sentTo(env, "k", isRelease); len(m) != 1 || m[0].Seq != 0 {
+		t.Fatalf("after a numbered message of another wave: %v sent, want one unnumbered release", m)
+	}
+
+	b.send("j", 3, &pb.Release{})
 	rel := sentTo(env, "j", isRelease)
-	b.Handle(overlay.Peer{ID: "j"}, &pb.Balance{Wave: 4, Op: &pb.Balance_Ack{Ack: &pb.BalanceAck{Seq: rel[0].Seq}}})
 	b.onResendTimer(rel[0].Seq)
-	if got := sentTo(env, "j", isRelease); len(got) != 1 || rel[0].Seq == 0 {
-		t.Fatalf("an acknowledged release went %d times (number %d), want once, numbered", len(got), rel[0].Seq)
+	b.Handle(overlay.Peer{ID: "j"}, &pb.Balance{Wave: 3, Op: &pb.Balance_Ack{Ack: &pb.BalanceAck{Seq: rel[0].Seq}}})
+	b.onResendTimer(rel[0].Seq)
+	if got := sentTo(env, "j", isRelease); len(got) != 2 || rel[0].Seq == 0 {
+		t.Fatalf("a release of a numbered wave acknowledged after one resending went %d times (number %d), want twice, numbered", len(got), rel[0].Seq)
+	}
+	b.send("k", 4, &pb.Release{})
+	if m := sentTo(env, "k", isRelease); len(m) != 2 || m[1].Seq == 0 {
+		t.Fatalf("after a message acknowledged only when sent again: %v sent to k, want the second numbered", m)
 	}
 
 	env.now = env.now.Add(skipgraph.LossMemory + 1)

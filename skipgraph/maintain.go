@@ -42,6 +42,7 @@ const tableEvery = 4
 type pingInfo struct {
 	peer        overlay.NodeID
 	incarnation uint64
+	start       overlay.Key // where this node believed peer's range to start
 	level       int
 	// beyond marks a probe of a successor past the level-0 successor, sent while the successor
 	// does not answer (see probeBeyond).
@@ -63,10 +64,11 @@ type maintainState struct {
 	nextSeq  uint64
 	pings    map[uint64]pingInfo
 	misses   map[overlay.NodeID]int
-	// missedIncarnation is the incarnation of each node in misses that the unanswered pings
-	// went to; lossSeen is when such a node was last heard from again (LossSeen).
-	missedIncarnation map[overlay.NodeID]uint64
-	lossSeen          time.Time
+	// missedAt is where the last unanswered ping to each node went (kept past the misses, until
+	// the node answers a ping or LossMemory has passed); lossSeen is when such a node last
+	// answered from there (LossSeen).
+	missedAt map[overlay.NodeID]missedPlace
+	lossSeen time.Time
 	// succTables are the links on every level of the level-0 successors, in successor-list order:
 	// the successor's own, from its last pong that carried them, then its copies of those beyond
 	// it. If the successor dies, this node relinks its neighbours on its behalf; if several
@@ -169,27 +171,54 @@ const (
 func (m *maintainState) init() {
 	m.pings = map[uint64]pingInfo{}
 	m.misses = map[overlay.NodeID]int{}
-	m.missedIncarnation = map[overlay.NodeID]uint64{}
+	m.missedAt = map[overlay.NodeID]missedPlace{}
 	m.formerCalls = map[overlay.NodeID]int{}
 	m.beyondPreds = map[overlay.NodeID]beyondAnswer{}
 	m.vouchAsked = map[uint64]overlay.NodeID{}
 }
 
-// heardFrom notes a message from sender at now: pings it missed no longer count, and if they
-// went to this very incarnation, they or their answers were lost on the way (or the path was
-// cut for a while) — the evidence of a lossy network that LossSeen reports.
-func (m *maintainState) heardFrom(sender overlay.Peer, now time.Time) {
+// missedPlace is the incarnation of a node whose ping went unanswered, the start the ping was
+// sent to, and when it went unanswered.
+type missedPlace struct {
+	incarnation uint64
+	start       overlay.Key
+	at          time.Time
+}
+
+// heardFrom notes a message from sender at now: pings it missed no longer count. A pong from
+// the incarnation and start where a ping went unanswered shows that messages were lost on the
+// way (or the path was cut for a while) — the evidence of a lossy network that LossSeen reports.
+// Only a pong shows it: a migrant is silent at the place it left (onPing) but routes lookups
+// meanwhile with that start in its descriptor, and answers pings again only from its new place;
+// when any message counted, a run that lost nothing numbered balancing messages.
+func (m *maintainState) heardFrom(sender overlay.Peer, pong bool, now time.Time) {
 	if m.misses[sender.ID] > 0 {
-		if m.missedIncarnation[sender.ID] == sender.Incarnation {
+		delete(m.misses, sender.ID)
+	}
+	if !pong {
+		return
+	}
+	if at, ok := m.missedAt[sender.ID]; ok {
+		if at.incarnation == sender.Incarnation && at.start == sender.Start {
 			m.lossSeen = now
 		}
-		m.clearMisses(sender.ID)
+		delete(m.missedAt, sender.ID)
+	}
+}
+
+// forgetMissed drops the unanswered pings older than LossMemory: an answer now would show no
+// loss lately.
+func (m *maintainState) forgetMissed(now time.Time) {
+	for id, at := range m.missedAt {
+		if now.Sub(at.at) > LossMemory {
+			delete(m.missedAt, id)
+		}
 	}
 }
 
 func (m *maintainState) clearMisses(id overlay.NodeID) {
 	delete(m.misses, id)
-	delete(m.missedIncarnation, id)
+	delete(m.missedAt, id)
 }
 
 // LossSeen returns when this node last heard from a neighbour whose pings had gone unanswered
@@ -239,6 +268,7 @@ func (n *Node) onTick() {
 	}
 	n.maintain.ticks++
 	n.expireTombstones()
+	n.maintain.forgetMissed(n.env.Now())
 	n.maintain.lastTick = n.env.Now()
 	if n.strays {
 		n.pushStrays()
@@ -329,7 +359,7 @@ func (n *Node) sendPing(p overlay.Peer, ping *pb.Ping) uint64 {
 	}
 	n.maintain.nextSeq++
 	ping.Seq = n.maintain.nextSeq
-	n.maintain.pings[ping.Seq] = pingInfo{peer: p.ID, incarnation: p.Incarnation, level: int(ping.Level)}
+	n.maintain.pings[ping.Seq] = pingInfo{peer: p.ID, incarnation: p.Incarnation, start: p.Start, level: int(ping.Level)}
 	n.send(p.ID, &pb.Envelope{Body: &pb.Envelope_Ping{Ping: ping}}, pb.Cause_CAUSE_MAINTAIN)
 	n.env.SetTimer(n.cfg.ProbeTimeout, overlay.Timer{Kind: timerPing, ID: ping.Seq})
 	return ping.Seq
@@ -623,7 +653,7 @@ func (n *Node) onPingTimeout(seq uint64) {
 		return // the ping went to a former incarnation of today's neighbour
 	}
 	n.maintain.misses[info.peer]++
-	n.maintain.missedIncarnation[info.peer] = info.incarnation
+	n.maintain.missedAt[info.peer] = missedPlace{info.incarnation, info.start, n.env.Now()}
 	lk := n.levels[0]
 	if info.beyond && lk.succ.ID != info.peer {
 		// Its misses count once it is the successor; probe it again while the successor is
@@ -669,7 +699,7 @@ func (n *Node) failSilentRun() {
 // -known-migrant-silent-at-the-place-it-left: a take-over went up to the migrant's new start
 // without asking it, over a node that had joined below it).
 func (n *Node) missed(p overlay.Peer, pings int) bool {
-	return n.maintain.misses[p.ID] >= pings && n.maintain.missedIncarnation[p.ID] == p.Incarnation
+	return n.maintain.misses[p.ID] >= pings && n.maintain.missedAt[p.ID].incarnation == p.Incarnation
 }
 
 // askVouch asks the node after suspect, this node's successor whose pings went unanswered, to

@@ -785,6 +785,47 @@ func TestLossSeenOnlyWhenAMissedNodeAnswers(t *testing.T) {
 	}
 }
 
+// TestOnlyAPongFromWhereAPingWentUnansweredIsALoss: pings to a migrant at the place it left go
+// unanswered (a node that left is silent); its lookups, which carry that start while it seeks
+// its new place, and its pongs from the new place show no loss — only a pong from the
+// incarnation and start where a ping went unanswered does (a lossless balancing run numbered
+// balancing messages after a migrant's silence and lookup were taken for a loss).
+func TestOnlyAPongFromWhereAPingWentUnansweredIsALoss(t *testing.T) {
+	now := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		name     string
+		heard    []overlay.Key // the starts the node is heard from, a pong each; a lookup before
+		wantLoss bool
+	}{
+		{"a pong from where it missed a ping", []overlay.Key{k(2000)}, true},
+		{"a pong from a new start", []overlay.Key{k(7000)}, false},
+		{"a pong from a new start, then from the old one", []overlay.Key{k(7000), k(2000)}, false},
+	} {
+		var m maintainState
+		m.init()
+		m.misses["m"] = 1
+		m.missedAt["m"] = missedPlace{incarnation: 5, start: k(2000), at: now}
+		m.heardFrom(overlay.Peer{ID: "m", Incarnation: 5, Start: k(2000)}, false, now)
+		if !m.lossSeen.IsZero() || m.misses["m"] != 0 {
+			t.Fatalf("%s: after a lookup from the old start: loss seen at %v, %d misses; want none, none", tc.name, m.lossSeen, m.misses["m"])
+		}
+		for _, start := range tc.heard {
+			m.heardFrom(overlay.Peer{ID: "m", Incarnation: 5, Start: start}, true, now)
+		}
+		if got := !m.lossSeen.IsZero(); got != tc.wantLoss {
+			t.Errorf("%s: loss seen %v, want %v", tc.name, got, tc.wantLoss)
+		}
+	}
+	var m maintainState
+	m.init()
+	m.missedAt["m"] = missedPlace{incarnation: 5, start: k(2000), at: now}
+	m.forgetMissed(now.Add(LossMemory + 1))
+	m.heardFrom(overlay.Peer{ID: "m", Incarnation: 5, Start: k(2000)}, true, now.Add(LossMemory+1))
+	if !m.lossSeen.IsZero() {
+		t.Error("a pong LossMemory after the unanswered ping was taken for a loss")
+	}
+}
+
 // TestSuccessorVouchedForByTheNodeAfterIt: every message from c to b is lost, so b's pings to c
 // go unanswered; d, after c, pings c when b asks and tells b it answered: b does not declare c
 // dead (without the indirect ping it took c's range over after three missed pings, and reads
@@ -871,7 +912,7 @@ func TestMigrantSilentAtThePlaceItLeftIsAsked(t *testing.T) {
 	a.succList = []overlay.Peer{nw.nodes["b"].Self(), m, nw.nodes["d"].Self()}
 	a.levels = a.levels[:1]
 	a.maintain.misses[m.ID] = 1
-	a.maintain.missedIncarnation[m.ID] = m.Incarnation + 1
+	a.maintain.missedAt[m.ID] = missedPlace{incarnation: m.Incarnation + 1, start: m.Start}
 	a.maintain.succSucc = overlay.Peer{} // b's answers did not name j (namedBySucc)
 	checkTakeOverOfB(t, nw, k(1500), "j")
 }

@@ -352,7 +352,7 @@ func (n *Node) Accept(from overlay.NodeID, m *pb.Envelope) (overlay.Peer, bool) 
 	n.handling = m.Cause
 	n.observeClock(m.Clock)
 	n.learn(sender, !n.fromJoiner(sender, m))
-	n.maintain.heardFrom(sender, n.env.Now())
+	n.maintain.heardFrom(sender, m.GetPong() != nil, n.env.Now())
 	if !n.isSelf(sender) {
 		n.heardAny = n.env.Now()
 	}

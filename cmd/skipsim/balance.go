@@ -509,8 +509,8 @@ func printBalance(w io.Writer, doc balanceDoc, p sim.BalanceParams) {
 	fmt.Fprintf(t, "MIG:NIX\t%d:%d = %.2f (%d split leaves)\n", r.MIG, r.NIX, r.MigNix, r.SplitLeaves)
 	fmt.Fprintf(t, "remote search\t%d probes, %d UNL hits, %d of %d remote tries accepted\n", r.Probes, r.UNLHits, r.RemoteOK, r.RemoteTries)
 	fmt.Fprintf(t, "waves\t%d started (%d settling), %d ok, %d failed\n", r.WavesStarted, r.SettlingWaves, r.WavesOK, r.WavesFailed)
-	if r.Resent > 0 {
-		fmt.Fprintf(t, "messages sent again\t%d balancing messages, unacknowledged after a loss was seen\n", r.Resent)
+	if r.Numbered > 0 {
+		fmt.Fprintf(t, "acknowledged messages\t%d balancing messages numbered after a loss was seen, %d of them sent again\n", r.Numbered, r.Resent)
 	}
 	fmt.Fprintf(t, "Gini\t%.3f → %.3f (max/mean load %.2f → %.2f)\n", r.GiniStart, r.GiniEnd, r.MaxMeanStart, r.MaxMeanEnd)
 	fmt.Fprintf(t, "overloaded\t%d → %d nodes\n", r.OverloadedStart, r.OverloadedEnd)

@@ -127,8 +127,11 @@ type BalanceResult struct {
 	WavesFailed  int     `json:"waves_failed"`
 	// SettlingWaves: waves started by nodes at the line (nixmig's atLine), counted in WavesStarted.
 	SettlingWaves int `json:"settling_waves"`
-	// Resent: balancing messages sent again for want of an acknowledgement, by nodes that had
-	// seen messages lost (nixmig's reliable.go); 0 on a network that loses none.
+	// Numbered: balancing messages sent numbered, each asking for an acknowledgement (one more
+	// message), by nodes that had seen messages lost lately, or that received a numbered message
+	// of the same wave (nixmig's reliable.go); 0 on a network that loses none.
+	Numbered int `json:"numbered"`
+	// Resent: numbered messages sent again for want of an acknowledgement.
 	Resent     int `json:"resent"`
 	LowerBound int `json:"lower_bound_items"`
 	// PlacementBound: a stronger lower bound that also counts the nodes a loaded stretch needs
@@ -602,6 +605,7 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 		res.WavesOK += st.WavesOK
 		res.WavesFailed += st.WavesFailed
 		res.SettlingWaves += st.SettlingWaves
+		res.Numbered += st.Numbered
 		res.Resent += st.Resent
 		res.Rerouted += s.node.Stats.Rerouted
 	}
