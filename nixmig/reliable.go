@@ -15,8 +15,8 @@ import (
 // orders and their reports, releases); one lost message leaves its nodes locked until their
 // leases run out (40 s and more) and the initiator backing off. Under 1% loss that made
 // balancing twice as slow, and under 5% most waves failed and balancing never ended. So a node
-// that has seen messages lost lately (skipgraph's LossSeen: a neighbour whose pings went
-// unanswered was heard from again) numbers each balancing message it sends and sends it again
+// that has seen messages lost lately (skipgraph's LossSeen: a neighbour whose ping went
+// unanswered answered one again) numbers each balancing message it sends and sends it again
 // every AckTimeout until the receiver acknowledges it, at most ackAttempts times in all; the
 // receiver acknowledges every numbered message and acts on each one once. A sender whose message
 // was acknowledged only after it was sent again has seen a loss too, and numbers from then on.

@@ -221,8 +221,8 @@ func (m *maintainState) clearMisses(id overlay.NodeID) {
 	delete(m.missedAt, id)
 }
 
-// LossSeen returns when this node last heard from a neighbour whose pings had gone unanswered
-// (the zero time if never): messages are being lost, or a path was cut for a while. Within
+// LossSeen returns when a neighbour whose ping had gone unanswered last answered one from the
+// same incarnation and start (the zero time if never): messages are being lost, or a path was cut for a while. Within
 // LossMemory of it the node needs lossyMisses more missed pings to declare a neighbour dead,
 // and the balancer acknowledges its messages.
 func (n *Node) LossSeen() time.Time { return n.maintain.lossSeen }
