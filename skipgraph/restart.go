@@ -36,6 +36,22 @@ func (n *Node) Snapshot() *pb.NodeSnapshot {
 		s.LostSinceUnixNano = append(s.LostSinceUnixNano, since)
 	}
 	s.Tombstones = n.tombs.all()
+	// The pieces others may write copies back to, so that deletes there after a restart leave
+	// tombstones as they would have before it: the handoff under way is forgotten by a restart,
+	// so its piece counts as one the node gave up, from its lease's end.
+	now := n.env.Now()
+	expect := func(piece overlay.Range, until time.Time) {
+		if now.Before(until) {
+			s.CopiesOut = append(s.CopiesOut, &pb.KeyRange{Start: []byte(piece.Start), End: []byte(piece.End)})
+			s.CopiesOutUntilUnixNano = append(s.CopiesOutUntilUnixNano, until.UnixNano())
+		}
+	}
+	if x := n.out; x != nil {
+		expect(x.piece, x.deadline.Add(n.copiesOutFor()))
+	}
+	for _, p := range n.copiesOut {
+		expect(p.piece, p.until)
+	}
 	return s
 }
 
@@ -62,6 +78,8 @@ func (n *Node) Restore(s *pb.NodeSnapshot) error {
 		return fmt.Errorf("restore: snapshot has %d levels, more than %d", len(s.Levels), overlay.MaxLevel)
 	case len(s.LostSinceUnixNano) > len(s.Lost):
 		return fmt.Errorf("restore: snapshot has %d times for %d lost parts", len(s.LostSinceUnixNano), len(s.Lost))
+	case len(s.CopiesOutUntilUnixNano) != len(s.CopiesOut):
+		return fmt.Errorf("restore: snapshot has %d times for %d pieces copies may come back from", len(s.CopiesOutUntilUnixNano), len(s.CopiesOut))
 	}
 	if err := n.checkKey(self.Start); err != nil {
 		return fmt.Errorf("restore: start: %w", err)
@@ -89,6 +107,11 @@ func (n *Node) Restore(s *pb.NodeSnapshot) error {
 		n.tombs.set(tombstoneFromPB(t))
 	}
 	n.evictTombstones()
+	n.copiesOut = nil
+	for i, r := range s.CopiesOut {
+		piece := overlay.Range{Start: overlay.Key(r.Start), End: overlay.Key(r.End)}
+		n.copiesOut = append(n.copiesOut, copiesOutPiece{piece: piece, until: time.Unix(0, s.CopiesOutUntilUnixNano[i])})
+	}
 	n.refreshSelfRef()
 	n.state = StateActive
 	// The claim keeps the version it had: the range is the one it was stamped for.

@@ -95,6 +95,12 @@ func TestRestoreRejectsForeignSnapshots(t *testing.T) {
 	if _, err := nw.restart("b", odd); err == nil || !strings.Contains(err.Error(), "times for 0 lost parts") {
 		t.Fatalf("a snapshot with times for lost parts it does not name: %v", err)
 	}
+	odd = proto.Clone(snap).(*pb.NodeSnapshot)
+	odd.CopiesOut = append(odd.CopiesOut, &pb.KeyRange{Start: []byte(k(5000)), End: []byte(k(6000))})
+	odd.CopiesOutUntilUnixNano = nil
+	if _, err := nw.restart("b", odd); err == nil || !strings.Contains(err.Error(), "pieces copies may come back from") {
+		t.Fatalf("a snapshot with a piece copies may come back from and no time for it: %v", err)
+	}
 }
 
 func TestHandedOverAfterLeave(t *testing.T) {

@@ -34,7 +34,8 @@ import (
 // a giver that never heard its commit confirmed writes its copies out to the receiver. So a
 // delete in the piece of a handoff under way, or of one this node aborted or received lately,
 // leaves a tombstone too (copiesMayBeOut); a flip drops those of its piece, which the receiver
-// now holds.
+// now holds. Snapshots keep those pieces (the handoff under way as one given up), so a restart
+// forgets none of them.
 //
 // Other deletes need none: the copies that come back are those of a part taken over without
 // them. Tombstones go with their keys' range when it moves on (a handoff carries those of its

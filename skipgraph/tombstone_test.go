@@ -447,6 +447,65 @@ func TestDeletesAfterAnAbortUnheardStayDeleted(t *testing.T) {
 	}
 }
 
+// TestDeletesAfterARestartStayDeleted: the abort unheard of
+// TestDeletesAfterAnAbortUnheardStayDeleted, with b restarted from its snapshot after it
+// aborted, or while the handoff is under way (the restart forgets it, and f never hears a
+// verdict either way). b deletes 1600 and 1700 once back; f writes its copies out to b. The
+// deleted keys must not come back: the snapshot keeps the pieces copies may come back from.
+func TestDeletesAfterARestartStayDeleted(t *testing.T) {
+	for _, during := range []bool{false, true} {
+		t.Run(map[bool]string{false: "restarted after the abort", true: "restarted during the handoff"}[during], func(t *testing.T) {
+			nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+			nw.advance(nw.nodes["b"].copiesOutFor()) // the pieces of the joins that built the ring are b's alone now
+			want := initialValues()
+			// Nothing of f's join after its first chunk gets through either way: f never hears
+			// a verdict (nor learns b forgot the handoff), b never hears f's acknowledgements.
+			var first uint64
+			nw.drop = func(s sentMsg) bool {
+				m := s.m
+				id := m.GetHandoffAck().GetXferId() | m.GetHandoffAbort().GetXferId() | m.GetHandoffCommit().GetXferId() |
+					m.GetHandoffCommitAck().GetXferId() | m.GetHandoff().GetXferId()
+				if first == 0 && m.GetHandoff() != nil {
+					first = id
+					return false
+				}
+				return id != 0 && id == first
+			}
+			f := nw.add("f")
+			if err := f.Join("b", k(1500)); err != nil {
+				t.Fatal(err)
+			}
+			nw.run()
+			if f.in == nil || !f.in.acked {
+				t.Fatal("f did not acknowledge its piece: the case tests nothing")
+			}
+			b := nw.nodes["b"]
+			if !during {
+				nw.advance(nw.cfg.HandoffLease + time.Second) // b's lease runs out: it aborts, unheard
+			}
+			if b.Busy() != during || b.Range() != (overlay.Range{Start: k(1000), End: k(2000)}) {
+				t.Fatalf("b is busy %v and owns %s before its restart", b.Busy(), b.Range())
+			}
+			snap := proto.Clone(b.Snapshot()).(*pb.NodeSnapshot)
+			nw.crash("b")
+			nw.advance(time.Second)
+			b, err := nw.restart("b", snap)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nw.advance(nw.cfg.ProbeInterval) // its neighbours confirm it
+			nw.deleteAll(t, want, "d", 1600, 1800)
+			nw.advance(3 * time.Minute) // f gives its piece up, writes the copies out and joins again
+			if len(nw.envs["f"].eventsOf(overlay.EventConflict)) == 0 {
+				t.Fatal("f never gave its piece up: the case tests nothing")
+			}
+			nw.checkRing()
+			nw.checkDeleted(t, 1600, 1800)
+			nw.checkAllValues(t, want)
+		})
+	}
+}
+
 // TestDeletesAfterACommitUnconfirmedStayDeleted: b hands [1500, 2000) to c by a NIX and c
 // applies the commit, but every confirmation of it is lost. c, the owner now, deletes 1600 and
 // 1700; b, never hearing the commit confirmed, writes its copies out to the piece's owner, c, as

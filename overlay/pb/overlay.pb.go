@@ -4248,8 +4248,14 @@ type NodeSnapshot struct {
 	// For each part of lost, in order: when the node took it over, by its own clock (0: not
 	// known; see Handoff.lost_ages_nanos).
 	LostSinceUnixNano []int64 `protobuf:"varint,7,rep,packed,name=lost_since_unix_nano,json=lostSinceUnixNano,proto3" json:"lost_since_unix_nano,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Pieces of which another node may still hold copies and write them back to this node (a
+	// handoff this node aborted on its own account, or one it received lately), and for each,
+	// in order, until when by the node's clock: deletes there leave tombstones until then, across
+	// a restart too.
+	CopiesOut              []*KeyRange `protobuf:"bytes,8,rep,name=copies_out,json=copiesOut,proto3" json:"copies_out,omitempty"`
+	CopiesOutUntilUnixNano []int64     `protobuf:"varint,9,rep,packed,name=copies_out_until_unix_nano,json=copiesOutUntilUnixNano,proto3" json:"copies_out_until_unix_nano,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
 }
 
 func (x *NodeSnapshot) Reset() {
@@ -4327,6 +4333,20 @@ func (x *NodeSnapshot) GetTombstones() []*Tombstone {
 func (x *NodeSnapshot) GetLostSinceUnixNano() []int64 {
 	if x != nil {
 		return x.LostSinceUnixNano
+	}
+	return nil
+}
+
+func (x *NodeSnapshot) GetCopiesOut() []*KeyRange {
+	if x != nil {
+		return x.CopiesOut
+	}
+	return nil
+}
+
+func (x *NodeSnapshot) GetCopiesOutUntilUnixNano() []int64 {
+	if x != nil {
+		return x.CopiesOutUntilUnixNano
 	}
 	return nil
 }
@@ -4652,7 +4672,7 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\n" +
 	"LevelLinks\x12.\n" +
 	"\x04pred\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04pred\x12.\n" +
-	"\x04succ\x18\x02 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04succ\"\xe7\x02\n" +
+	"\x04succ\x18\x02 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04succ\"\xdf\x03\n" +
 	"\fNodeSnapshot\x12.\n" +
 	"\x04self\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04self\x125\n" +
 	"\x06levels\x18\x02 \x03(\v2\x1d.skiprange.overlay.LevelLinksR\x06levels\x12:\n" +
@@ -4664,7 +4684,10 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\n" +
 	"tombstones\x18\x06 \x03(\v2\x1c.skiprange.overlay.TombstoneR\n" +
 	"tombstones\x12/\n" +
-	"\x14lost_since_unix_nano\x18\a \x03(\x03R\x11lostSinceUnixNano*L\n" +
+	"\x14lost_since_unix_nano\x18\a \x03(\x03R\x11lostSinceUnixNano\x12:\n" +
+	"\n" +
+	"copies_out\x18\b \x03(\v2\x1b.skiprange.overlay.KeyRangeR\tcopiesOut\x12:\n" +
+	"\x1acopies_out_until_unix_nano\x18\t \x03(\x03R\x16copiesOutUntilUnixNano*L\n" +
 	"\x02Op\x12\x12\n" +
 	"\x0eOP_UNSPECIFIED\x10\x00\x12\n" +
 	"\n" +
@@ -4876,11 +4899,12 @@ var file_overlay_pb_overlay_proto_depIdxs = []int32{
 	6,   // 100: skiprange.overlay.NodeSnapshot.successors:type_name -> skiprange.overlay.NodeRef
 	10,  // 101: skiprange.overlay.NodeSnapshot.lost:type_name -> skiprange.overlay.KeyRange
 	20,  // 102: skiprange.overlay.NodeSnapshot.tombstones:type_name -> skiprange.overlay.Tombstone
-	103, // [103:103] is the sub-list for method output_type
-	103, // [103:103] is the sub-list for method input_type
-	103, // [103:103] is the sub-list for extension type_name
-	103, // [103:103] is the sub-list for extension extendee
-	0,   // [0:103] is the sub-list for field type_name
+	10,  // 103: skiprange.overlay.NodeSnapshot.copies_out:type_name -> skiprange.overlay.KeyRange
+	104, // [104:104] is the sub-list for method output_type
+	104, // [104:104] is the sub-list for method input_type
+	104, // [104:104] is the sub-list for extension type_name
+	104, // [104:104] is the sub-list for extension extendee
+	0,   // [0:104] is the sub-list for field type_name
 }
 
 func init() { file_overlay_pb_overlay_proto_init() }
