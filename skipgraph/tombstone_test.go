@@ -400,6 +400,34 @@ func TestNeitherConfirmedOverlapTakesNewerWrites(t *testing.T) {
 	})
 }
 
+// joinAcknowledged has a new node id join through via at key at, and fails unless it
+// acknowledged its piece (whatever nw.drop lets through afterwards).
+func (nw *testNet) joinAcknowledged(t *testing.T, id, via overlay.NodeID, at int) *Node {
+	t.Helper()
+	n := nw.add(id)
+	if err := n.Join(via, k(at)); err != nil {
+		t.Fatal(err)
+	}
+	nw.run()
+	if n.in == nil || !n.in.acked {
+		t.Fatalf("%s did not acknowledge its piece: the case tests nothing", id)
+	}
+	return n
+}
+
+// checkDeletesOutliveWriteOut lets f, which never heard how its join ended, give its piece up
+// and write its copies out, and fails unless 1600 and 1700 stay deleted and the ring holds want.
+func (nw *testNet) checkDeletesOutliveWriteOut(t *testing.T, want map[int]string) {
+	t.Helper()
+	nw.advance(3 * time.Minute) // f gives its piece up, writes the copies out and joins again
+	if len(nw.envs["f"].eventsOf(overlay.EventConflict)) == 0 {
+		t.Fatal("f never gave its piece up: the case tests nothing")
+	}
+	nw.checkRing()
+	nw.checkDeleted(t, 1600, 1800)
+	nw.checkAllValues(t, want)
+}
+
 // TestDeletesAfterAnAbortUnheardStayDeleted: b's handoff of [1500, 2000) to f, joining there,
 // is acknowledged, but the acknowledgements and b's abort are all lost. b keeps the piece and
 // deletes 1600 and 1700, while the handoff is under way (the deletes it sends on to f lost too)
@@ -411,14 +439,7 @@ func TestDeletesAfterAnAbortUnheardStayDeleted(t *testing.T) {
 			nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
 			want := initialValues()
 			nw.drop = func(s sentMsg) bool { return s.m.GetHandoffAck() != nil || s.m.GetHandoffAbort() != nil }
-			f := nw.add("f")
-			if err := f.Join("b", k(1500)); err != nil {
-				t.Fatal(err)
-			}
-			nw.run()
-			if f.in == nil || !f.in.acked {
-				t.Fatal("f did not acknowledge its piece: the case tests nothing")
-			}
+			nw.joinAcknowledged(t, "f", "b", 1500)
 			b := nw.nodes["b"]
 			if during {
 				unheard := nw.drop
@@ -436,13 +457,7 @@ func TestDeletesAfterAnAbortUnheardStayDeleted(t *testing.T) {
 			if !during {
 				nw.deleteAll(t, want, "d", 1600, 1800)
 			}
-			nw.advance(3 * time.Minute) // f gives its piece up, writes the copies out and joins again
-			if len(nw.envs["f"].eventsOf(overlay.EventConflict)) == 0 {
-				t.Fatal("f never gave its piece up: the case tests nothing")
-			}
-			nw.checkRing()
-			nw.checkDeleted(t, 1600, 1800)
-			nw.checkAllValues(t, want)
+			nw.checkDeletesOutliveWriteOut(t, want)
 		})
 	}
 }
@@ -471,14 +486,7 @@ func TestDeletesAfterARestartStayDeleted(t *testing.T) {
 				}
 				return id != 0 && id == first
 			}
-			f := nw.add("f")
-			if err := f.Join("b", k(1500)); err != nil {
-				t.Fatal(err)
-			}
-			nw.run()
-			if f.in == nil || !f.in.acked {
-				t.Fatal("f did not acknowledge its piece: the case tests nothing")
-			}
+			nw.joinAcknowledged(t, "f", "b", 1500)
 			b := nw.nodes["b"]
 			if !during {
 				nw.advance(nw.cfg.HandoffLease + time.Second) // b's lease runs out: it aborts, unheard
@@ -495,13 +503,7 @@ func TestDeletesAfterARestartStayDeleted(t *testing.T) {
 			}
 			nw.advance(nw.cfg.ProbeInterval) // its neighbours confirm it
 			nw.deleteAll(t, want, "d", 1600, 1800)
-			nw.advance(3 * time.Minute) // f gives its piece up, writes the copies out and joins again
-			if len(nw.envs["f"].eventsOf(overlay.EventConflict)) == 0 {
-				t.Fatal("f never gave its piece up: the case tests nothing")
-			}
-			nw.checkRing()
-			nw.checkDeleted(t, 1600, 1800)
-			nw.checkAllValues(t, want)
+			nw.checkDeletesOutliveWriteOut(t, want)
 		})
 	}
 }
