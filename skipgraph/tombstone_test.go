@@ -470,7 +470,7 @@ func TestDeletesAfterAnAbortUnheardStayDeleted(t *testing.T) {
 func TestDeletesAfterARestartStayDeleted(t *testing.T) {
 	for _, during := range []bool{false, true} {
 		t.Run(map[bool]string{false: "restarted after the abort", true: "restarted during the handoff"}[during], func(t *testing.T) {
-			nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+			nw := fiveNodes(t)                       // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
 			nw.advance(nw.nodes["b"].copiesOutFor()) // the pieces of the joins that built the ring are b's alone now
 			want := initialValues()
 			// Nothing of f's join after its first chunk gets through either way: f never hears
