@@ -470,8 +470,9 @@ func TestDeletesAfterAnAbortUnheardStayDeleted(t *testing.T) {
 func TestDeletesAfterARestartStayDeleted(t *testing.T) {
 	for _, during := range []bool{false, true} {
 		t.Run(map[bool]string{false: "restarted after the abort", true: "restarted during the handoff"}[during], func(t *testing.T) {
-			nw := fiveNodes(t)                       // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
-			nw.advance(nw.nodes["b"].copiesOutFor()) // the pieces of the joins that built the ring are b's alone now
+			nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+			// The pieces of the joins that built the ring, received lately, are b's alone now.
+			nw.advance(nw.nodes["b"].copiesOutFor())
 			want := initialValues()
 			// Nothing of f's join after its first chunk gets through either way: f never hears
 			// a verdict (nor learns b forgot the handoff), b never hears f's acknowledgements.
