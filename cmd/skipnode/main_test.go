@@ -519,7 +519,8 @@ func TestDaemonEndToEnd(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Errorf("%s/metrics: status %d", hp, resp.StatusCode)
 		}
-		for _, want := range []string{"skiprange_node_items ", "skiprange_events_total{", "skiprange_node_range_fraction ", "skiprange_node_tombstones "} {
+		for _, want := range []string{"skiprange_node_items ", "skiprange_events_total{", "skiprange_node_range_fraction ", "skiprange_node_tombstones ",
+			`skiprange_node_counter_total{name="balance_numbered"}`} {
 			if !bytes.Contains(body, []byte(want)) {
 				t.Errorf("%s/metrics lacks %s", hp, strings.TrimSpace(want))
 			}

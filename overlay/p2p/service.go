@@ -148,6 +148,7 @@ func (r *Runtime) counterValues() map[string]uint64 {
 		"handoff_aborts": uint64(s.Aborts), "request_retries": uint64(s.Retries), "rerouted": uint64(s.Rerouted), "items_moved": itemsOut, "items_moved_balance": uint64(s.ItemsOut[pb.Cause_CAUSE_BALANCE]),
 		"waves_started": uint64(b.WavesStarted), "waves_ok": uint64(b.WavesOK), "waves_failed": uint64(b.WavesFailed),
 		"nix": uint64(b.NIX), "mig": uint64(b.MIG), "lock_refusals": uint64(b.LockRefusals), "leases_expired": uint64(b.LeasesExpired),
+		"balance_numbered": uint64(b.Numbered), "balance_resent": uint64(b.Resent),
 		"lock_seconds":  uint64(b.Locked / time.Second),
 		"frames_in":     r.stats.framesIn.Load(),
 		"frames_out":    r.stats.framesOut.Load(),
