@@ -243,6 +243,7 @@ func (n *Node) forwardWrite(it overlay.Item, deleted bool) {
 func (n *Node) onHandoffAck(from overlay.Peer, a *pb.HandoffAck) {
 	x := n.out
 	if x == nil || x.id != a.XferId || x.to.ID != from.ID {
+		n.answerAborted(from.ID, a.XferId)
 		return
 	}
 	if next := a.Upto + 1; next < x.sent { // wraps to 0 for "none yet"
@@ -366,7 +367,44 @@ func (n *Node) onOutTimer(id uint64) {
 func (n *Node) giveUpOut(x *outXfer, reason string) {
 	n.send(x.to.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: x.id, Reason: reason}}}, x.cause)
 	n.expectCopiesBack(x.piece)
+	n.rememberAborted(abortedOut{id: x.id, to: x.to.ID, until: n.env.Now().Add(n.cfg.TombstoneTTL)})
 	n.abortOut(x, reason)
+}
+
+// abortedOut is a handoff this node gave up on its own account (giveUpOut), remembered until
+// until (answerAborted).
+type abortedOut struct {
+	id    uint64
+	to    overlay.NodeID
+	until time.Time
+}
+
+// maxAbortedOut bounds the handoffs remembered as aborted; the oldest go first.
+const maxAbortedOut = 64
+
+// rememberAborted notes a handoff given up, dropping those remembered long enough.
+func (n *Node) rememberAborted(a abortedOut) {
+	now := n.env.Now()
+	n.abortedOut = slices.DeleteFunc(n.abortedOut, func(a abortedOut) bool { return !now.Before(a.until) })
+	if over := len(n.abortedOut) + 1 - maxAbortedOut; over > 0 {
+		n.abortedOut = slices.Delete(n.abortedOut, 0, over)
+	}
+	n.abortedOut = append(n.abortedOut, a)
+}
+
+// answerAborted tells from, which asks for the verdict of handoff id by sending its
+// acknowledgement again, that this node gave that handoff up, if it did so on its own account
+// within TombstoneTTL: the abort sent then may never have arrived, and a receiver whose asks run
+// out writes its copies out to this node, which notes the piece for deletes only so long
+// (copiesOutFor) — a receiver that stood still past that brought back keys deleted here since.
+func (n *Node) answerAborted(from overlay.NodeID, id uint64) {
+	now := n.env.Now()
+	for _, a := range n.abortedOut {
+		if a.id == id && a.to == from && now.Before(a.until) {
+			n.send(from, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: id, Reason: "given up before the acknowledgement came"}}}, n.handling)
+			return
+		}
+	}
 }
 
 func (n *Node) abortOut(x *outXfer, reason string) {

@@ -75,6 +75,8 @@ type Node struct {
 	// that leave what this node holds: of a handoff this node aborted, or one it received whose
 	// giver may never have heard it commit (expectCopiesBack).
 	copiesOut []copiesOutPiece
+	// abortedOut are the handoffs this node gave up on its own account lately (answerAborted).
+	abortedOut []abortedOut
 	// tombs are the keys deleted in the lost parts and in copiesOut (tombstone.go).
 	tombs tombstones
 	// storeWritten is when the store last took a value (a write, a batch, a handoff's chunk),

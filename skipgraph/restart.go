@@ -52,6 +52,15 @@ func (n *Node) Snapshot() *pb.NodeSnapshot {
 	for _, p := range n.copiesOut {
 		expect(p.piece, p.until)
 	}
+	aborted := n.abortedOut
+	if x := n.out; x != nil {
+		aborted = append(slices.Clip(aborted), abortedOut{id: x.id, to: x.to.ID, until: x.deadline.Add(n.cfg.TombstoneTTL)})
+	}
+	for _, a := range aborted {
+		if now.Before(a.until) {
+			s.AbortedOut = append(s.AbortedOut, &pb.AbortedHandoff{XferId: a.id, To: []byte(a.to), UntilUnixNano: a.until.UnixNano()})
+		}
+	}
 	return s
 }
 
@@ -80,6 +89,8 @@ func (n *Node) Restore(s *pb.NodeSnapshot) error {
 		return fmt.Errorf("restore: snapshot has %d times for %d lost parts", len(s.LostSinceUnixNano), len(s.Lost))
 	case len(s.CopiesOutUntilUnixNano) != len(s.CopiesOut):
 		return fmt.Errorf("restore: snapshot has %d times for %d pieces copies may come back from", len(s.CopiesOutUntilUnixNano), len(s.CopiesOut))
+	case slices.ContainsFunc(s.AbortedOut, func(a *pb.AbortedHandoff) bool { return len(a.To) == 0 }):
+		return fmt.Errorf("restore: snapshot has an aborted handoff to nobody")
 	}
 	if err := n.checkKey(self.Start); err != nil {
 		return fmt.Errorf("restore: start: %w", err)
@@ -111,6 +122,10 @@ func (n *Node) Restore(s *pb.NodeSnapshot) error {
 	for i, r := range s.CopiesOut {
 		piece := overlay.Range{Start: overlay.Key(r.Start), End: overlay.Key(r.End)}
 		n.copiesOut = append(n.copiesOut, copiesOutPiece{piece: piece, until: time.Unix(0, s.CopiesOutUntilUnixNano[i])})
+	}
+	n.abortedOut = nil
+	for _, a := range s.AbortedOut {
+		n.rememberAborted(abortedOut{id: a.XferId, to: overlay.NodeID(a.To), until: time.Unix(0, a.UntilUnixNano)})
 	}
 	n.refreshSelfRef()
 	n.state = StateActive

@@ -101,6 +101,37 @@ func TestRestoreRejectsForeignSnapshots(t *testing.T) {
 	if _, err := nw.restart("b", odd); err == nil || !strings.Contains(err.Error(), "pieces copies may come back from") {
 		t.Fatalf("a snapshot with a piece copies may come back from and no time for it: %v", err)
 	}
+	odd = proto.Clone(snap).(*pb.NodeSnapshot)
+	odd.AbortedOut = append(odd.AbortedOut, &pb.AbortedHandoff{XferId: 7, UntilUnixNano: 1})
+	if _, err := nw.restart("b", odd); err == nil || !strings.Contains(err.Error(), "aborted handoff to nobody") {
+		t.Fatalf("a snapshot with an aborted handoff to nobody: %v", err)
+	}
+}
+
+// TestRestoredGiverAnswersTheAbort: b restarts from a snapshot taken while its handoff to the
+// joiner f was under way, f's acknowledgement lost. The restart ends the handoff; when f asks for
+// the verdict, b answers with the abort, and f discards its copies rather than write them out.
+func TestRestoredGiverAnswersTheAbort(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	nw.drop = func(s sentMsg) bool { return s.m.GetHandoffAck() != nil && s.to == "b" }
+	f := nw.joinAcknowledged(t, "f", "b", 1500)
+	if !nw.nodes["b"].Busy() {
+		t.Fatal("b's handoff to f ended: the case tests nothing")
+	}
+	snap := proto.Clone(nw.nodes["b"].Snapshot()).(*pb.NodeSnapshot)
+	nw.crash("b")
+	nw.advance(time.Second)
+	if _, err := nw.restart("b", snap); err != nil {
+		t.Fatal(err)
+	}
+	nw.drop = nil
+	nw.advance(time.Minute)
+	if f.in != nil || f.Stats.WrittenOut > 0 || f.Stats.Aborts == 0 {
+		t.Fatalf("f holds a piece %v, wrote %d copies out, %d aborts: want the piece discarded on b's word", f.in != nil, f.Stats.WrittenOut, f.Stats.Aborts)
+	}
+	nw.advance(time.Minute)
+	nw.checkRing()
+	nw.checkAllValues(t, initialValues())
 }
 
 func TestHandedOverAfterLeave(t *testing.T) {

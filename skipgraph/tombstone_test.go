@@ -2,6 +2,7 @@ package skipgraph
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -429,10 +430,11 @@ func (nw *testNet) checkDeletesOutliveWriteOut(t *testing.T, want map[int]string
 }
 
 // TestDeletesAfterAnAbortUnheardStayDeleted: b's handoff of [1500, 2000) to f, joining there,
-// is acknowledged, but the acknowledgements and b's abort are all lost. b keeps the piece and
-// deletes 1600 and 1700, while the handoff is under way (the deletes it sends on to f lost too)
-// or after its abort; f, never hearing the verdict, writes its copies out to their owner, b, as
-// writes that leave what the owner holds. The deleted keys must not come back.
+// is acknowledged, but the acknowledgements and b's abort are all lost, and so are b's answers
+// to f's asks for the verdict. b keeps the piece and deletes 1600 and 1700, while the handoff is
+// under way (the deletes it sends on to f lost too) or after its abort; f, never hearing the
+// verdict, writes its copies out to their owner, b, as writes that leave what the owner holds.
+// The deleted keys must not come back.
 func TestDeletesAfterAnAbortUnheardStayDeleted(t *testing.T) {
 	for _, during := range []bool{false, true} {
 		t.Run(map[bool]string{false: "after the abort", true: "while the handoff is under way"}[during], func(t *testing.T) {
@@ -450,7 +452,7 @@ func TestDeletesAfterAnAbortUnheardStayDeleted(t *testing.T) {
 				}
 			}
 			nw.advance(nw.cfg.HandoffLease + time.Second) // b's lease runs out: it aborts, unheard
-			nw.drop = nil
+			nw.drop = func(s sentMsg) bool { return s.to == "f" && s.m.GetHandoffAbort() != nil }
 			if b.Busy() || b.Range() != (overlay.Range{Start: k(1000), End: k(2000)}) {
 				t.Fatalf("b is busy %v and owns %s: it did not abort", b.Busy(), b.Range())
 			}
@@ -507,6 +509,37 @@ func TestDeletesAfterARestartStayDeleted(t *testing.T) {
 			nw.checkDeletesOutliveWriteOut(t, want)
 		})
 	}
+}
+
+// TestReceiverThatStoodStillLearnsOfTheAbort: f acknowledges its join piece from b and stands
+// still at once; b aborts at its lease's end, the abort lost. Long after — past the time b notes
+// the piece for deletes (copiesOutFor) — b deletes 1600 and 1700; then f runs again and asks for
+// the verdict. b remembers the handoff it gave up and answers with the abort: f discards its
+// copies instead of writing them out to b, which brought the deleted keys back.
+func TestReceiverThatStoodStillLearnsOfTheAbort(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	want := initialValues()
+	nw.drop = func(s sentMsg) bool { return s.m.GetHandoffAck() != nil && s.to == "b" }
+	f := nw.joinAcknowledged(t, "f", "b", 1500)
+	nw.pause("f")
+	b := nw.nodes["b"]
+	nw.advance(nw.cfg.HandoffLease + time.Second) // b's lease runs out: it aborts
+	if b.Busy() {
+		t.Fatal("b did not abort: the case tests nothing")
+	}
+	nw.drop = nil
+	// The abort waits for f with the messages of its standstill: lost, it never arrives.
+	nw.held = slices.DeleteFunc(nw.held, func(s sentMsg) bool { return s.to == "f" && s.m.GetHandoffAbort() != nil })
+	nw.advance(b.copiesOutFor() + time.Minute)
+	nw.deleteAll(t, want, "d", 1600, 1800)
+	nw.resume("f")
+	nw.advance(3 * time.Minute)
+	if f.Stats.WrittenOut > 0 || len(nw.envs["f"].eventsOf(overlay.EventConflict)) > 0 {
+		t.Fatalf("f wrote %d copies out (events %v): it never learned of the abort", f.Stats.WrittenOut, nw.envs["f"].eventsOf(overlay.EventConflict))
+	}
+	nw.checkRing()
+	nw.checkDeleted(t, 1600, 1800)
+	nw.checkAllValues(t, want)
 }
 
 // TestDeletesAfterACommitUnconfirmedStayDeleted: b hands [1500, 2000) to c by a NIX and c

@@ -4254,8 +4254,11 @@ type NodeSnapshot struct {
 	// a restart too.
 	CopiesOut              []*KeyRange `protobuf:"bytes,8,rep,name=copies_out,json=copiesOut,proto3" json:"copies_out,omitempty"`
 	CopiesOutUntilUnixNano []int64     `protobuf:"varint,9,rep,packed,name=copies_out_until_unix_nano,json=copiesOutUntilUnixNano,proto3" json:"copies_out_until_unix_nano,omitempty"`
-	unknownFields          protoimpl.UnknownFields
-	sizeCache              protoimpl.SizeCache
+	// Handoffs this node gave up on its own account, remembered until then so that a receiver
+	// asking for the verdict later is told (see AbortedHandoff).
+	AbortedOut    []*AbortedHandoff `protobuf:"bytes,10,rep,name=aborted_out,json=abortedOut,proto3" json:"aborted_out,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *NodeSnapshot) Reset() {
@@ -4349,6 +4352,76 @@ func (x *NodeSnapshot) GetCopiesOutUntilUnixNano() []int64 {
 		return x.CopiesOutUntilUnixNano
 	}
 	return nil
+}
+
+func (x *NodeSnapshot) GetAbortedOut() []*AbortedHandoff {
+	if x != nil {
+		return x.AbortedOut
+	}
+	return nil
+}
+
+// AbortedHandoff is a handoff its giver aborted on its own account (its lease ran out, or it may
+// have been replaced): until until_unix_nano, by the giver's clock, the giver answers the
+// receiver's asks for the verdict with the abort it may never have heard.
+type AbortedHandoff struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	XferId        uint64                 `protobuf:"varint,1,opt,name=xfer_id,json=xferId,proto3" json:"xfer_id,omitempty"`
+	To            []byte                 `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	UntilUnixNano int64                  `protobuf:"varint,3,opt,name=until_unix_nano,json=untilUnixNano,proto3" json:"until_unix_nano,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AbortedHandoff) Reset() {
+	*x = AbortedHandoff{}
+	mi := &file_overlay_pb_overlay_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AbortedHandoff) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AbortedHandoff) ProtoMessage() {}
+
+func (x *AbortedHandoff) ProtoReflect() protoreflect.Message {
+	mi := &file_overlay_pb_overlay_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AbortedHandoff.ProtoReflect.Descriptor instead.
+func (*AbortedHandoff) Descriptor() ([]byte, []int) {
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *AbortedHandoff) GetXferId() uint64 {
+	if x != nil {
+		return x.XferId
+	}
+	return 0
+}
+
+func (x *AbortedHandoff) GetTo() []byte {
+	if x != nil {
+		return x.To
+	}
+	return nil
+}
+
+func (x *AbortedHandoff) GetUntilUnixNano() int64 {
+	if x != nil {
+		return x.UntilUnixNano
+	}
+	return 0
 }
 
 var File_overlay_pb_overlay_proto protoreflect.FileDescriptor
@@ -4672,7 +4745,7 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\n" +
 	"LevelLinks\x12.\n" +
 	"\x04pred\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04pred\x12.\n" +
-	"\x04succ\x18\x02 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04succ\"\xdf\x03\n" +
+	"\x04succ\x18\x02 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04succ\"\xa3\x04\n" +
 	"\fNodeSnapshot\x12.\n" +
 	"\x04self\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04self\x125\n" +
 	"\x06levels\x18\x02 \x03(\v2\x1d.skiprange.overlay.LevelLinksR\x06levels\x12:\n" +
@@ -4687,7 +4760,14 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x14lost_since_unix_nano\x18\a \x03(\x03R\x11lostSinceUnixNano\x12:\n" +
 	"\n" +
 	"copies_out\x18\b \x03(\v2\x1b.skiprange.overlay.KeyRangeR\tcopiesOut\x12:\n" +
-	"\x1acopies_out_until_unix_nano\x18\t \x03(\x03R\x16copiesOutUntilUnixNano*L\n" +
+	"\x1acopies_out_until_unix_nano\x18\t \x03(\x03R\x16copiesOutUntilUnixNano\x12B\n" +
+	"\vaborted_out\x18\n" +
+	" \x03(\v2!.skiprange.overlay.AbortedHandoffR\n" +
+	"abortedOut\"a\n" +
+	"\x0eAbortedHandoff\x12\x17\n" +
+	"\axfer_id\x18\x01 \x01(\x04R\x06xferId\x12\x0e\n" +
+	"\x02to\x18\x02 \x01(\fR\x02to\x12&\n" +
+	"\x0funtil_unix_nano\x18\x03 \x01(\x03R\runtilUnixNano*L\n" +
 	"\x02Op\x12\x12\n" +
 	"\x0eOP_UNSPECIFIED\x10\x00\x12\n" +
 	"\n" +
@@ -4741,7 +4821,7 @@ func file_overlay_pb_overlay_proto_rawDescGZIP() []byte {
 }
 
 var file_overlay_pb_overlay_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_overlay_pb_overlay_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
+var file_overlay_pb_overlay_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_overlay_pb_overlay_proto_goTypes = []any{
 	(Op)(0),                  // 0: skiprange.overlay.Op
 	(Status)(0),              // 1: skiprange.overlay.Status
@@ -4794,6 +4874,7 @@ var file_overlay_pb_overlay_proto_goTypes = []any{
 	(*IBNix)(nil),            // 48: skiprange.overlay.IBNix
 	(*LevelLinks)(nil),       // 49: skiprange.overlay.LevelLinks
 	(*NodeSnapshot)(nil),     // 50: skiprange.overlay.NodeSnapshot
+	(*AbortedHandoff)(nil),   // 51: skiprange.overlay.AbortedHandoff
 }
 var file_overlay_pb_overlay_proto_depIdxs = []int32{
 	9,   // 0: skiprange.overlay.Route.hints:type_name -> skiprange.overlay.LoadHint
@@ -4900,11 +4981,12 @@ var file_overlay_pb_overlay_proto_depIdxs = []int32{
 	10,  // 101: skiprange.overlay.NodeSnapshot.lost:type_name -> skiprange.overlay.KeyRange
 	20,  // 102: skiprange.overlay.NodeSnapshot.tombstones:type_name -> skiprange.overlay.Tombstone
 	10,  // 103: skiprange.overlay.NodeSnapshot.copies_out:type_name -> skiprange.overlay.KeyRange
-	104, // [104:104] is the sub-list for method output_type
-	104, // [104:104] is the sub-list for method input_type
-	104, // [104:104] is the sub-list for extension type_name
-	104, // [104:104] is the sub-list for extension extendee
-	0,   // [0:104] is the sub-list for field type_name
+	51,  // 104: skiprange.overlay.NodeSnapshot.aborted_out:type_name -> skiprange.overlay.AbortedHandoff
+	105, // [105:105] is the sub-list for method output_type
+	105, // [105:105] is the sub-list for method input_type
+	105, // [105:105] is the sub-list for extension type_name
+	105, // [105:105] is the sub-list for extension extendee
+	0,   // [0:105] is the sub-list for field type_name
 }
 
 func init() { file_overlay_pb_overlay_proto_init() }
@@ -4956,7 +5038,7 @@ func file_overlay_pb_overlay_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_overlay_pb_overlay_proto_rawDesc), len(file_overlay_pb_overlay_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   45,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
