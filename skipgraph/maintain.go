@@ -222,9 +222,9 @@ func (m *maintainState) clearMisses(id overlay.NodeID) {
 }
 
 // LossSeen returns when a neighbour whose ping had gone unanswered last answered one from the
-// same incarnation and start (the zero time if never): messages are being lost, or a path was cut for a while. Within
-// LossMemory of it the node needs lossyMisses more missed pings to declare a neighbour dead,
-// and the balancer acknowledges its messages.
+// same incarnation and start (the zero time if never): messages are being lost, or a path was
+// cut for a while. Within LossMemory of it the node needs lossyMisses more missed pings to
+// declare a neighbour dead, and the balancer acknowledges its messages.
 func (n *Node) LossSeen() time.Time { return n.maintain.lossSeen }
 
 // LossMemory is how long after the last sign of lost messages a node behaves as on a lossy
