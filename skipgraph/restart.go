@@ -36,25 +36,21 @@ func (n *Node) Snapshot() *pb.NodeSnapshot {
 		s.LostSinceUnixNano = append(s.LostSinceUnixNano, since)
 	}
 	s.Tombstones = n.tombs.all()
-	// The pieces others may write copies back to, so that deletes there after a restart leave
-	// tombstones as they would have before it: the handoff under way is forgotten by a restart,
-	// so its piece counts as one the node gave up, from its lease's end.
+	// What answers the other sides of handoffs after a restart as before it: the pieces others
+	// may write copies back to (deletes there leave tombstones) and the handoffs given up (a late
+	// ask for the verdict is told). A restart forgets the handoff under way: it counts as given
+	// up at its lease's end.
 	now := n.env.Now()
-	expect := func(piece overlay.Range, until time.Time) {
-		if now.Before(until) {
-			s.CopiesOut = append(s.CopiesOut, &pb.KeyRange{Start: []byte(piece.Start), End: []byte(piece.End)})
-			s.CopiesOutUntilUnixNano = append(s.CopiesOutUntilUnixNano, until.UnixNano())
-		}
-	}
+	copiesOut, aborted := n.copiesOut, n.abortedOut
 	if x := n.out; x != nil {
-		expect(x.piece, x.deadline.Add(n.copiesOutFor()))
-	}
-	for _, p := range n.copiesOut {
-		expect(p.piece, p.until)
-	}
-	aborted := n.abortedOut
-	if x := n.out; x != nil {
+		copiesOut = append(slices.Clip(copiesOut), copiesOutPiece{piece: x.piece, until: x.deadline.Add(n.copiesOutFor())})
 		aborted = append(slices.Clip(aborted), abortedOut{id: x.id, to: x.to.ID, until: x.deadline.Add(n.cfg.TombstoneTTL)})
+	}
+	for _, p := range copiesOut {
+		if now.Before(p.until) {
+			s.CopiesOut = append(s.CopiesOut, &pb.KeyRange{Start: []byte(p.piece.Start), End: []byte(p.piece.End)})
+			s.CopiesOutUntilUnixNano = append(s.CopiesOutUntilUnixNano, p.until.UnixNano())
+		}
 	}
 	for _, a := range aborted {
 		if now.Before(a.until) {
