@@ -1,6 +1,10 @@
 package overlay
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/skiprange/skiprange/overlay/pb"
+)
 
 // Range is a half-open arc [Start, End) of the key circle. Start == End denotes the whole circle
 // (the range of a node that is alone); there is no empty Range. A range with Start > End wraps the
@@ -8,6 +12,12 @@ import "fmt"
 type Range struct {
 	Start, End Key
 }
+
+// RangeFromPB converts a range from the wire or a snapshot.
+func RangeFromPB(r *pb.KeyRange) Range { return Range{Start: Key(r.GetStart()), End: Key(r.GetEnd())} }
+
+// ToPB converts r for the wire or a snapshot.
+func (r Range) ToPB() *pb.KeyRange { return &pb.KeyRange{Start: []byte(r.Start), End: []byte(r.End)} }
 
 // FullRange is the whole circle.
 var FullRange = Range{MinKey, MinKey}

@@ -726,3 +726,11 @@ func TestSubtract(t *testing.T) {
 		}
 	}
 }
+
+func TestRangeThroughPB(t *testing.T) {
+	for _, r := range []Range{FullRange, {Key("a"), Key("m")}, {Key("x"), Key("b")}, {Key("q"), MinKey}} {
+		if got := RangeFromPB(r.ToPB()); got != r {
+			t.Errorf("%v through the wire is %v", r, got)
+		}
+	}
+}

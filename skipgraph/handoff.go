@@ -171,7 +171,7 @@ func (n *Node) give(kind pb.HandoffKind, cause pb.Cause, to overlay.Peer, piece 
 		}
 		if i == 0 {
 			for _, r := range n.lost.in(piece) {
-				h.Lost = append(h.Lost, &pb.KeyRange{Start: []byte(r.Start), End: []byte(r.End)})
+				h.Lost = append(h.Lost, r.ToPB())
 				x.lostSince = append(x.lostSince, r.since)
 			}
 			if !nb.succ.IsZero() {
@@ -479,7 +479,7 @@ func (n *Node) applyChunk(x *inXfer, c *pb.Handoff) error {
 			if i < len(c.LostAgesNanos) && c.LostAgesNanos[i] > 0 {
 				since = n.agoOnArrival(c.LostAgesNanos[i])
 			}
-			x.lost.add(overlay.Range{Start: overlay.Key(r.Start), End: overlay.Key(r.End)}, since)
+			x.lost.add(overlay.RangeFromPB(r), since)
 		}
 		x.tombs = nil // made when the first comes: most pieces have none
 		x.succ, x.pred = overlay.Peer{}, overlay.Peer{}

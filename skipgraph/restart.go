@@ -28,7 +28,7 @@ func (n *Node) Snapshot() *pb.NodeSnapshot {
 		s.Successors = append(s.Successors, p.ToPB())
 	}
 	for _, p := range n.lost {
-		s.Lost = append(s.Lost, &pb.KeyRange{Start: []byte(p.Start), End: []byte(p.End)})
+		s.Lost = append(s.Lost, p.ToPB())
 		var since int64
 		if !p.since.IsZero() {
 			since = p.since.UnixNano()
@@ -48,7 +48,7 @@ func (n *Node) Snapshot() *pb.NodeSnapshot {
 	}
 	for _, p := range copiesOut {
 		if now.Before(p.until) {
-			s.CopiesOut = append(s.CopiesOut, &pb.KeyRange{Start: []byte(p.piece.Start), End: []byte(p.piece.End)})
+			s.CopiesOut = append(s.CopiesOut, p.piece.ToPB())
 			s.CopiesOutUntilUnixNano = append(s.CopiesOutUntilUnixNano, p.until.UnixNano())
 		}
 	}
@@ -107,7 +107,7 @@ func (n *Node) Restore(s *pb.NodeSnapshot) error {
 		if i < len(s.LostSinceUnixNano) && s.LostSinceUnixNano[i] > 0 {
 			since = time.Unix(0, s.LostSinceUnixNano[i])
 		}
-		n.lost.add(overlay.Range{Start: overlay.Key(r.Start), End: overlay.Key(r.End)}, since)
+		n.lost.add(overlay.RangeFromPB(r), since)
 	}
 	n.tombs.clear()
 	for _, t := range s.Tombstones {
@@ -116,8 +116,7 @@ func (n *Node) Restore(s *pb.NodeSnapshot) error {
 	n.evictTombstones()
 	n.copiesOut = nil
 	for i, r := range s.CopiesOut {
-		piece := overlay.Range{Start: overlay.Key(r.Start), End: overlay.Key(r.End)}
-		n.copiesOut = append(n.copiesOut, copiesOutPiece{piece: piece, until: time.Unix(0, s.CopiesOutUntilUnixNano[i])})
+		n.copiesOut = append(n.copiesOut, copiesOutPiece{piece: overlay.RangeFromPB(r), until: time.Unix(0, s.CopiesOutUntilUnixNano[i])})
 	}
 	n.abortedOut = nil
 	for _, a := range s.AbortedOut {

@@ -119,8 +119,7 @@ func (r *Runtime) status() *pb.NodeStatus {
 		Counters: r.counterValues(),
 	}
 	if n.Owns() {
-		rg := n.Range()
-		st.Range = &pb.KeyRange{Start: []byte(rg.Start), End: []byte(rg.End)}
+		st.Range = n.Range().ToPB()
 	}
 	st.LockWave, st.Locked = n.Balancer.Locked()
 	for l := 0; l < n.Height(); l++ {
@@ -129,7 +128,7 @@ func (r *Runtime) status() *pb.NodeStatus {
 	}
 	st.LostItems, st.Tombstones = uint64(n.Stats.ItemsLost), uint64(n.Tombstones())
 	for _, lr := range n.LostRanges() {
-		st.Lost = append(st.Lost, &pb.KeyRange{Start: []byte(lr.Start), End: []byte(lr.End)})
+		st.Lost = append(st.Lost, lr.ToPB())
 	}
 	return st
 }
