@@ -18,8 +18,9 @@ const (
 	timerIB
 	timerTurn
 	timerResend
+	timerSample
 	// LastTimerKind is the last kind this package uses.
-	LastTimerKind = timerResend
+	LastTimerKind = timerSample
 )
 
 // Stats counts what a balancer did; experiments and metrics read them.
@@ -29,7 +30,7 @@ type Stats struct {
 	LockRefusals                       int // lock requests this node refused
 	NIX, MIG                           int // NIX handoffs given, migrations done (counted at the end node)
 	SplitLeaves                        int // migrations whose range went to both neighbours (counted at the migrant)
-	Probes                             int // probe messages sent (UNL fallback, Item Balancing)
+	Probes                             int // probe messages sent (UNL fallback, Item Balancing, the threshold algorithm's samples)
 	UNLHits                            int // remote waves whose candidate came from the hint cache
 	RemoteTries, RemoteAccepted        int // remote lock requests to a candidate M, and accepted ones
 	LeasesExpired                      int
@@ -154,6 +155,7 @@ type Balancer struct {
 	sides      [3]sideStat // lock requests received, by the side they came from
 	unl        hintCache
 	ib         ibState
+	threshold  thresholdState
 	running    bool
 	checks     uint64
 
@@ -214,9 +216,12 @@ func (b *Balancer) Start() {
 	b.running = true
 	first := time.Duration(b.env.Rand().Int64N(int64(b.cfg.CheckInterval))) + 1
 	b.env.SetTimer(first, overlay.Timer{Kind: timerCheck})
-	if b.cfg.Algorithm == ItemBalancing {
+	switch b.cfg.Algorithm {
+	case ItemBalancing:
 		first := time.Duration(b.env.Rand().Int64N(int64(b.cfg.IBInterval))) + 1
 		b.env.SetTimer(first, overlay.Timer{Kind: timerIB})
+	case Threshold:
+		b.startThreshold()
 	}
 }
 
@@ -240,6 +245,8 @@ func (b *Balancer) HandleTimer(t overlay.Timer) {
 		}
 	case timerResend:
 		b.onResendTimer(t.ID)
+	case timerSample:
+		b.onSampleTimer(t.ID)
 	}
 }
 

@@ -2,6 +2,7 @@ package nixmig
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -19,9 +20,12 @@ const (
 	MIGOnly
 	// ItemBalancing: Karger and Ruhl's item balancing (thesis §4.6.2).
 	ItemBalancing
+	// Threshold: Ganesan, Bawa and Garcia-Molina's threshold algorithm (VLDB 2004; with δ the
+	// golden ratio, their Fibbing algorithm), an optional baseline of SPEC §10 (threshold.go).
+	Threshold
 )
 
-var algorithmNames = [...]string{"none", "nixmig", "nix", "mig", "ib"}
+var algorithmNames = [...]string{"none", "nixmig", "nix", "mig", "ib", "threshold"}
 
 func (a Algorithm) String() string {
 	if int(a) < len(algorithmNames) {
@@ -30,14 +34,14 @@ func (a Algorithm) String() string {
 	return fmt.Sprintf("algorithm(%d)", a)
 }
 
-// ParseAlgorithm reads an algorithm name: none, nixmig, nix, mig or ib.
+// ParseAlgorithm reads an algorithm name: none, nixmig, nix, mig, ib or threshold.
 func ParseAlgorithm(s string) (Algorithm, error) {
 	for i, name := range algorithmNames {
 		if s == name {
 			return Algorithm(i), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown algorithm %q (want one of none, nixmig, nix, mig, ib)", s)
+	return 0, fmt.Errorf("unknown algorithm %q (want one of none, nixmig, nix, mig, ib, threshold)", s)
 }
 
 // Placement is how SmartRNP picks the side of the target a migrant joins (SPEC §7.2).
@@ -133,9 +137,16 @@ type Config struct {
 	// ends before a node clearly over thres itself, the node before it seeking migrants for its
 	// own excess (endsBeforeOverloaded).
 	FaithfulChain bool
-	// IBInterval and IBEpsilon: Item Balancing's probe period and lightness ratio.
+	// IBInterval and IBEpsilon: Item Balancing's probe period and lightness ratio. IBInterval is
+	// also how long the threshold algorithm waits before sampling again at a level where its
+	// last sample found nothing to do.
 	IBInterval time.Duration
 	IBEpsilon  float64
+	// ThresholdDelta and ThresholdSamples: the threshold algorithm's ratio between successive
+	// load thresholds (the golden ratio: Fibbing) and how many random routing-table entries it
+	// samples, besides its two neighbours, for the least loaded node.
+	ThresholdDelta   float64
+	ThresholdSamples int
 	// DirectionHalfLife: the half-life of the per-side averages of lock requests received.
 	DirectionHalfLife time.Duration
 }
@@ -163,6 +174,8 @@ func DefaultConfig() Config {
 		Placement:         PlaceSmart,
 		IBInterval:        10 * time.Second,
 		IBEpsilon:         0.25,
+		ThresholdDelta:    (1 + math.Sqrt(5)) / 2,
+		ThresholdSamples:  4,
 		DirectionHalfLife: 60 * time.Second,
 	}
 }
@@ -202,7 +215,7 @@ func (c Config) KeepFor(thres float64) float64 { return thres * (1 - c.Headroom)
 // Validate reports the first unusable parameter.
 func (c Config) Validate() error {
 	switch {
-	case c.Algorithm > ItemBalancing:
+	case c.Algorithm > Threshold:
 		return fmt.Errorf("unknown algorithm %d", c.Algorithm)
 	case !(c.Thres > 0):
 		return fmt.Errorf("thres must be positive, got %v", c.Thres)
@@ -224,6 +237,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("unknown placement %d", c.Placement)
 	case !(c.IBEpsilon > 0 && c.IBEpsilon < 1):
 		return fmt.Errorf("IB epsilon must lie in (0, 1), got %v", c.IBEpsilon)
+	case !(c.ThresholdDelta > 1 && c.ThresholdDelta <= 16):
+		return fmt.Errorf("threshold delta must lie in (1, 16], got %v", c.ThresholdDelta)
+	case c.ThresholdSamples < 0 || c.ThresholdSamples > maxThresholdSamples:
+		return fmt.Errorf("threshold samples must lie in [0, %d], got %d", maxThresholdSamples, c.ThresholdSamples)
 	}
 	return nil
 }

@@ -126,6 +126,10 @@ func (b *Balancer) onProbeReply(from overlay.Peer, wave uint64, r *pb.ProbeReply
 		b.onIBProbeReply(from, r)
 		return
 	}
+	if b.threshold.sample == wave && wave != 0 {
+		b.onThresholdReply(from, r)
+		return
+	}
 	e := b.end
 	if e == nil || e.wave != wave || e.m.ID != "" || e.migrants != nil {
 		return // not this wave's, a candidate already asked, or the search is over

@@ -107,6 +107,15 @@ func (b *Balancer) onIBOffer(from overlay.Peer, wave uint64, o *pb.IBOffer) {
 		b.lockFor(wave, roleIB, b.cfg.LockLease())
 		b.ibGive(wave, false, (l-o.LightLoad)/2)
 		b.send(from.ID, wave, &pb.Release{Reason: "neighbour gives"})
+	case pb.IBStep_IB_MOVE:
+		// The threshold algorithm's reorder: the heavy node chose this one as the lightest it
+		// found; it moves next to it at once (its leave hands its range to its neighbour).
+		if !b.idle() {
+			return
+		}
+		b.lockFor(wave, roleIB, b.cfg.LockLease())
+		b.ib.heavy = overlay.PeerFromPB(o.Heavy)
+		b.ibPlace(wave, b.load.Load(b.env.Now()))
 	case pb.IBStep_IB_PLACE:
 		if !b.idle() {
 			b.send(from.ID, wave, &pb.Release{Reason: "heavy node busy"})

@@ -139,7 +139,7 @@ func Validate(m *pb.Balance) error {
 		if o.Heavy == nil || len(o.Heavy.Id) == 0 {
 			return errors.New("offer without heavy node")
 		}
-		if o.Step < pb.IBStep_IB_LIGHT || o.Step > pb.IBStep_IB_PLACE {
+		if o.Step < pb.IBStep_IB_LIGHT || o.Step > pb.IBStep_IB_MOVE {
 			return fmt.Errorf("unknown offer step %v", o.Step)
 		}
 		return finite(o.HeavyLoad, o.LightLoad)

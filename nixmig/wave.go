@@ -26,7 +26,11 @@ func (b *Balancer) onCheck() {
 		b.forgetInitiated(now)
 	}
 	b.checkMigration()
-	if b.cfg.Algorithm == ItemBalancing || !b.idle() {
+	switch {
+	case b.cfg.Algorithm == Threshold:
+		b.thresholdCheck(now)
+		return
+	case b.cfg.Algorithm == ItemBalancing || !b.idle():
 		return
 	}
 	l := b.load.Load(now)

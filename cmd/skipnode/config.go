@@ -99,7 +99,7 @@ func newFlags(fs *flag.FlagSet, o *options) *string {
 	fs.IntVar(&sg.ProbeMisses, "probe-misses", sg.ProbeMisses, "unanswered pings in a row that make a neighbour dead")
 	fs.DurationVar(&sg.TombstoneTTL, "tombstone-ttl", sg.TombstoneTTL, "how long a delete made in a range taken over from a failed node (or in a piece just handed off) is remembered: a node away longer than this (a long partition, a restart after days) brings such deleted keys back")
 	fs.IntVar(&sg.MaxTombstones, "max-tombstones", sg.MaxTombstones, "most such deletes a node remembers (the oldest go first); each is kept in the node's saved state")
-	fs.StringVar(&o.algorithm, "algorithm", b.Algorithm.String(), "balancing: nixmig, nix, mig, ib (Item Balancing) or none")
+	fs.StringVar(&o.algorithm, "algorithm", b.Algorithm.String(), "balancing: nixmig, nix, mig, ib (Item Balancing), threshold (Ganesan et al.'s threshold algorithm) or none")
 	fs.Float64Var(&b.Thres, "thres", b.Thres, "load above which a node is overloaded (requests per load window)")
 	fs.Float64Var(&b.OverThres, "over-thres", b.OverThres, "load above which only the share --a of the excess moves in one exchange")
 	fs.Float64Var(&b.A, "a", b.A, "share of the excess moved per exchange above --over-thres, in (0, 1]")

@@ -92,8 +92,8 @@ type balanceFlags struct {
 	ringEvery                        time.Duration
 	thres, overThres, a, loss, crash float64
 	pause                            float64
-	headroom                         float64
-	ttl                              int
+	headroom, delta                  float64
+	ttl, samples                     int
 	faithful, asJSON, refuse         bool
 }
 
@@ -105,13 +105,14 @@ func defaultBalanceFlags() balanceFlags {
 		width: 0.10, theta: 2, percent: 10, buckets: workload.DefaultBuckets,
 		rangeKeys: workload.DefaultRangeKeys, prefix: 5, sample: sampleEvery, crashAfter: 20 * time.Second,
 		thres: c.Thres, overThres: c.OverThres, a: c.A, ttl: c.TTL, headroom: c.Headroom,
+		delta: c.ThresholdDelta, samples: c.ThresholdSamples,
 	}
 }
 
 func (f *balanceFlags) register(fs *flag.FlagSet) {
 	f.runFlags.register(fs, "number of integer `keys` 0..M-1 (words workload: the most frequent words read)")
 	fs.Uint64Var(&f.seed, "seed", f.seed, "random `seed`: the same seed gives the same run")
-	fs.StringVar(&f.algorithm, "algorithm", f.algorithm, "balancer: nixmig, nix (NIX only), mig (MIG only), ib (Item Balancing) or none")
+	fs.StringVar(&f.algorithm, "algorithm", f.algorithm, "balancer: nixmig, nix (NIX only), mig (MIG only), ib (Item Balancing), threshold (Ganesan et al.'s threshold algorithm; Fibbing with the default --delta) or none")
 	fs.StringVar(&f.work, "workload", f.work, "query workload: pulse, zipf, dynamic, hot, uniform or words")
 	fs.Float64Var(&f.width, "width", f.width, "pulse width as a `fraction` of the keys, in (0,1]")
 	fs.Float64Var(&f.theta, "theta", f.theta, "zipf skew `θ` > 0")
@@ -128,6 +129,8 @@ func (f *balanceFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.overThres, "over-thres", f.overThres, "above this load only the share --a of the excess moves in one NIX")
 	fs.Float64Var(&f.a, "a", f.a, "share of the excess moved above --over-thres, in (0,1]")
 	fs.IntVar(&f.ttl, "ttl", f.ttl, "most nodes one local wave reserves, 1 to 63 (a wave whose members can all give first may reserve 4·ttl, at most 63)")
+	fs.Float64Var(&f.delta, "delta", f.delta, "--algorithm threshold: ratio of successive load thresholds thres·δ^j, in (1,16] (the default, the golden ratio, is the Fibbing algorithm)")
+	fs.IntVar(&f.samples, "samples", f.samples, "--algorithm threshold: random routing-table entries a node probes, besides its two neighbours, for the least loaded node, 0 to 64")
 	fs.StringVar(&f.unl, "unl", f.unl, "underloaded-node location: smart (SmartUNL hint cache, then probes) or random (probes only)")
 	fs.StringVar(&f.rnp, "rnp", f.rnp, "side a migrant joins: smart (SmartRNP), random or adversarial")
 	fs.Float64Var(&f.headroom, "headroom", f.headroom, "share of thres the nodes of a wave try to keep free, in [0,1) (0: the thesis's rule); a node whose loaded keys carry over twice that each keeps none")
@@ -257,6 +260,7 @@ func (f *balanceFlags) params() (sim.BalanceParams, error) {
 	b.Algorithm, b.SmartUNL, b.Placement = alg, smartUNL, place
 	b.Thres, b.OverThres, b.A, b.TTL = f.thres, f.overThres, f.a, f.ttl
 	b.Headroom = f.headroom
+	b.ThresholdDelta, b.ThresholdSamples = f.delta, f.samples
 	if f.faithful {
 		*b = b.Faithful()
 	}
@@ -325,6 +329,10 @@ func (f *balanceFlags) validate() error {
 	switch {
 	case f.ttl < 1 || f.ttl > nixmig.MaxTTL:
 		return badUsage("--ttl must lie in [1, %d] (got %d)", nixmig.MaxTTL, f.ttl)
+	case !(f.delta > 1 && f.delta <= 16):
+		return badUsage("--delta must lie in (1, 16] (got %g)", f.delta)
+	case f.samples < 0 || f.samples > 64:
+		return badUsage("--samples must lie in [0, 64] (got %d)", f.samples)
 	case f.buckets < 1:
 		return badUsage("--buckets must be at least 1 (got %d)", f.buckets)
 	case f.rangeKeys < 1:

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/skiprange/skiprange/nixmig"
 )
 
 // experimentDef is one named experiment of 'skipsim experiment'.
@@ -19,20 +21,25 @@ type experimentDef struct {
 	// --quick; points is "" for an experiment that takes no --points.
 	points      string
 	full, quick []float64
-	// extra names the flags beyond the common ones it accepts ("full", "words").
+	// extra names the flags beyond the common ones it accepts ("full", "words", "algorithms").
 	extra []string
-	run   func(e *expEnv) error
+	// algorithms: the balancers a sweep runs unless --algorithms names others.
+	algorithms []nixmig.Algorithm
+	run        func(e *expEnv) error
 }
 
 var experiments = []experimentDef{
 	{name: "sweep-pulse", run: sweepPulse, points: "pulse widths in %",
-		full: []float64{3, 5, 10, 20, 30, 50}, quick: []float64{10, 30},
-		about: "NIXMIG, NIX, MIG and Item Balancing on pulses of several widths: completion time, messages,\n" +
-			"items and their ratio to the lower bound, ratios to IB, NIXMIG's speed-up over NIX (figs. 4.14–4.15)."},
+		full: []float64{3, 5, 10, 20, 30, 50}, quick: []float64{10, 30}, extra: []string{"algorithms"},
+		algorithms: []nixmig.Algorithm{nixmig.NIXMIG, nixmig.NIXOnly, nixmig.MIGOnly, nixmig.ItemBalancing, nixmig.Threshold},
+		about: "NIXMIG, NIX, MIG, Item Balancing and Ganesan et al.'s threshold algorithm on pulses of several\n" +
+			"widths: completion time, messages, items and their ratio to the lower bound, ratios to IB,\n" +
+			"NIXMIG's speed-up over NIX (figs. 4.14–4.15)."},
 	{name: "sweep-zipf", run: sweepZipf, points: "zipf θ values",
-		full: []float64{1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5}, quick: []float64{1, 3},
-		about: "NIXMIG and Item Balancing on zipf(θ, 10 buckets): the same metrics and ratios, and whether\n" +
-			"each θ can be balanced at all (feasibility)."},
+		full: []float64{1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5}, quick: []float64{1, 3}, extra: []string{"algorithms"},
+		algorithms: []nixmig.Algorithm{nixmig.NIXMIG, nixmig.ItemBalancing, nixmig.Threshold},
+		about: "NIXMIG, Item Balancing and the threshold algorithm on zipf(θ, 10 buckets): the same metrics\n" +
+			"and ratios, and whether each θ can be balanced at all (feasibility)."},
 	{name: "grid", run: grid,
 		about: "NIXMIG with overThres {160,280,400,500} × ttl {1,3,5,10} ({160,400} × {1,5} with --quick)\n" +
 			"under a 10% pulse: items/messages/time laid out as the thesis's Table 4.2, its numbers beside."},
@@ -98,6 +105,8 @@ type expEnv struct {
 	runFlags
 	seeds, parallel int
 	out, words      string
+	algorithmList   string             // --algorithms as given
+	algorithms      []nixmig.Algorithm // the sweep's balancers
 	quick, full     bool
 	pointList       string    // --points as given
 	points          []float64 // --points parsed; nil: the experiment's own
@@ -158,6 +167,7 @@ func (e *expEnv) register(fs *flag.FlagSet) {
 	fs.BoolVar(&e.full, "full", false, "scale: also 25000 and 50000 nodes")
 	fs.StringVar(&e.words, "words", "", "words: `file` of \"word count\" lines (e.g. ../shared/data/en_50k.txt)")
 	fs.StringVar(&e.pointList, "points", "", "comma-separated `list` replacing the experiment's points (see above)")
+	fs.StringVar(&e.algorithmList, "algorithms", "", "sweeps: comma-separated `list` of the balancers to run (nixmig, nix, mig, ib, threshold) instead of the sweep's own (see above)")
 }
 
 // settle applies --quick to the flags not given, fills the defaults that depend on others and
@@ -165,7 +175,7 @@ func (e *expEnv) register(fs *flag.FlagSet) {
 func (e *expEnv) settle(fs *flag.FlagSet) error {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	for _, name := range []string{"full", "words"} {
+	for _, name := range []string{"full", "words", "algorithms"} {
 		if given[name] && !slices.Contains(e.def.extra, name) {
 			return badUsage("--%s does not apply to %s", name, e.def.name)
 		}
@@ -201,6 +211,20 @@ func (e *expEnv) settle(fs *flag.FlagSet) error {
 				return badUsage("--points: %q is not a number", s)
 			}
 			e.points = append(e.points, v)
+		}
+	}
+	e.algorithms = e.def.algorithms
+	if e.algorithmList != "" {
+		e.algorithms = nil
+		for _, s := range strings.Split(e.algorithmList, ",") {
+			alg, err := nixmig.ParseAlgorithm(strings.TrimSpace(s))
+			if err != nil || alg == nixmig.None {
+				return badUsage("--algorithms: %q is not a balancer (want nixmig, nix, mig, ib or threshold)", s)
+			}
+			if slices.Contains(e.algorithms, alg) {
+				return badUsage("--algorithms names %s twice", alg)
+			}
+			e.algorithms = append(e.algorithms, alg)
 		}
 	}
 	if err := e.runFlags.validate(); err != nil {

@@ -62,6 +62,10 @@ func TestExperimentBadFlags(t *testing.T) {
 		{"duration below warmup", tinyExperiment("faults", dir, "--duration", "30s"), []string{"--duration (30s)"}},
 		{"rate negative", tinyExperiment("faults", dir, "--rate", "-1"), []string{"--rate", "positive"}},
 		{"stray argument", tinyExperiment("grid", dir, "extra"), []string{`unexpected argument "extra"`}},
+		{"algorithms on grid", tinyExperiment("grid", dir, "--algorithms", "ib"), []string{"--algorithms does not apply to grid"}},
+		{"unknown algorithm", tinyExperiment("sweep-zipf", dir, "--algorithms", "nixmig,frob"), []string{"--algorithms", `"frob" is not a balancer`}},
+		{"algorithm none", tinyExperiment("sweep-pulse", dir, "--algorithms", "none"), []string{`"none" is not a balancer`}},
+		{"algorithm twice", tinyExperiment("sweep-pulse", dir, "--algorithms", "ib,nixmig,ib"), []string{"--algorithms names ib twice"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -121,36 +125,61 @@ func TestSweepPulseQuick(t *testing.T) {
 			t.Errorf("row %v: items ÷ placement bound %q should be positive and at most items ÷ SPEC's bound %q", r, r[6], r[5])
 		}
 	}
-	if strings.Join(algs, " ") != "nixmig nix mig ib" {
+	if strings.Join(algs, " ") != "nixmig nix mig ib threshold" {
 		t.Errorf("rows are for %v, want one per algorithm:\n%s", algs, stdout)
 	}
-	if len(rows) == 4 {
+	if len(rows) == 5 {
 		if ib := rows[3]; ib[8] != "-" || ib[11] != "-" {
 			t.Errorf("the IB row has ratios to itself or a speed-up: %v", ib)
 		}
 		if nixmig := rows[0]; nixmig[11] == "-" || nixmig[8] == "-" {
 			t.Errorf("the NIXMIG row lacks its ratios: %v", nixmig)
 		}
+		if threshold := rows[4]; threshold[8] == "-" || threshold[11] != "-" {
+			t.Errorf("the threshold row lacks its ratios to IB or has a speed-up: %v", threshold)
+		}
 	}
 	wantIn(t, "stdout", stdout, "time ÷ IB", "NIX time ÷ NIXMIG time", "Workload 10%: feasible",
 		"Command: skipsim experiment sweep-pulse --quick --nodes 20", "Settings: 20 nodes, 2000 keys, 10 queries/s",
-		"warm-up and load window 60s", "Invariant checks: ok in 4 of 4 runs.")
+		"warm-up and load window 60s", "Invariant checks: ok in 5 of 5 runs.")
 	// Progress goes to stderr, one line as each run starts and ends.
-	wantIn(t, "stderr", stderr, "start nixmig 10% seed 1", "done ib 10% seed 1", "4/4")
+	wantIn(t, "stderr", stderr, "start nixmig 10% seed 1", "done ib 10% seed 1", "done threshold 10% seed 1", "5/5")
 	if strings.Contains(stdout, "seed 1:") {
 		t.Errorf("progress on stdout:\n%s", stdout)
 	}
-	if n := countLines(t, filepath.Join(dir, "runs.csv")); n != 5 {
-		t.Errorf("runs.csv has %d lines, want a header and 4 runs", n)
+	if n := countLines(t, filepath.Join(dir, "runs.csv")); n != 6 {
+		t.Errorf("runs.csv has %d lines, want a header and 5 runs", n)
 	}
-	if n := countLines(t, filepath.Join(dir, "sweep-pulse.csv")); n != 5 {
-		t.Errorf("sweep-pulse.csv has %d lines, want a header and 4 rows", n)
+	if n := countLines(t, filepath.Join(dir, "sweep-pulse.csv")); n != 6 {
+		t.Errorf("sweep-pulse.csv has %d lines, want a header and 5 rows", n)
 	}
 	if md, err := os.ReadFile(filepath.Join(dir, "sweep-pulse.md")); err != nil || string(md) != stdout {
 		t.Errorf("sweep-pulse.md (%v) differs from the table printed:\n%s", err, md)
 	}
 	for _, name := range []string{"time.svg", "messages.svg", "items.svg"} {
 		checkSVG(t, filepath.Join(dir, name))
+	}
+}
+
+// TestSweepAlgorithms: --algorithms replaces a sweep's balancers; without IB or NIX only among
+// them the columns of ratios to IB and of NIXMIG's speed-up go.
+func TestSweepAlgorithms(t *testing.T) {
+	dir := t.TempDir()
+	code, stdout, stderr := runCLI(t, tinyExperiment("sweep-zipf", dir, "--points", "2", "--algorithms", "threshold, nixmig")...)
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s\nstdout:\n%s", code, stderr, stdout)
+	}
+	rows := tableRows(stdout)
+	if len(rows) != 2 || rows[0][0] != "threshold" || rows[1][0] != "nixmig" {
+		t.Fatalf("rows %v, want threshold then nixmig:\n%s", rows, stdout)
+	}
+	for _, r := range rows {
+		if len(r) != 8 {
+			t.Errorf("row %v: want 8 cells, no ratios to IB", r)
+		}
+	}
+	if strings.Contains(stdout, "÷ IB") || strings.Contains(stdout, "NIX time") {
+		t.Errorf("columns for an algorithm not run:\n%s", stdout)
 	}
 }
 

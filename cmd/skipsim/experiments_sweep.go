@@ -21,7 +21,7 @@ type sweepSpec struct {
 func sweepPulse(e *expEnv) error {
 	return sweep(e, sweepSpec{
 		title: "Balancing a pulse: NIXMIG and the baselines (figs. 4.14–4.15)",
-		algs:  []nixmig.Algorithm{nixmig.NIXMIG, nixmig.NIXOnly, nixmig.MIGOnly, nixmig.ItemBalancing},
+		algs:  e.algorithms,
 		xName: "pulse", xs: e.choose(e.def.full, e.def.quick),
 		xLabel:   func(x float64) string { return fmt.Sprintf("%g%%", x) },
 		workload: func(x float64) workload.Workload { return pulse(e.keys, x) },
@@ -35,8 +35,8 @@ func sweepZipf(e *expEnv) error {
 		}
 	}
 	return sweep(e, sweepSpec{
-		title: "Balancing zipf(θ, 10 buckets): NIXMIG and Item Balancing",
-		algs:  []nixmig.Algorithm{nixmig.NIXMIG, nixmig.ItemBalancing},
+		title: "Balancing zipf(θ, 10 buckets): NIXMIG and the baselines",
+		algs:  e.algorithms,
 		xName: "θ", xs: e.choose(e.def.full, e.def.quick),
 		xLabel: func(x float64) string { return fmt.Sprintf("θ=%g", x) },
 		workload: func(x float64) workload.Workload {
@@ -77,20 +77,26 @@ func sweep(e *expEnv, s sweepSpec) error {
 		return err
 	}
 	t := &report.Table{Title: s.title, Header: []string{"algorithm", s.xName, "time (s)", "messages", "items",
-		"items ÷ lower bound", "items ÷ placement bound", "MIG:NIX", "time ÷ IB", "messages ÷ IB", "items ÷ IB"}}
+		"items ÷ lower bound", "items ÷ placement bound", "MIG:NIX"}}
+	if ib >= 0 {
+		t.Header = append(t.Header, "time ÷ IB", "messages ÷ IB", "items ÷ IB")
+	}
 	if nix >= 0 {
 		t.Header = append(t.Header, "NIX time ÷ NIXMIG time")
 	}
 	for a, alg := range s.algs {
 		for x, pt := range pts[a] {
-			vsIB := func(m metric) string {
-				if a == ib {
-					return "-"
-				}
-				return ratioCell(pt, pts[ib][x], m)
-			}
 			row := []any{alg.String(), s.xLabel(s.xs[x]), timeCell(pt), cell(messagesOf(pt)), cell(itemsOf(pt)),
-				cell(lbRatioOf(pt)), cell(placementOf(pt)), cell(migNixOf(pt)), vsIB(timeOf), vsIB(messagesOf), vsIB(itemsOf)}
+				cell(lbRatioOf(pt)), cell(placementOf(pt)), cell(migNixOf(pt))}
+			for _, m := range []metric{timeOf, messagesOf, itemsOf} {
+				switch {
+				case ib < 0:
+				case a == ib:
+					row = append(row, "-")
+				default:
+					row = append(row, ratioCell(pt, pts[ib][x], m))
+				}
+			}
 			switch {
 			case nix >= 0 && alg == nixmig.NIXMIG:
 				row = append(row, ratioCell(pts[nix][x], pt, timeOf))

@@ -319,6 +319,9 @@ const (
 	IBStep_IB_NEIGHBOUR IBStep = 2
 	// To the heavy node: place the light node next to you, taking half your load.
 	IBStep_IB_PLACE IBStep = 3
+	// To the light node, from the heavy node that chose it (the threshold algorithm's reorder):
+	// move next to heavy now, without asking your successor first.
+	IBStep_IB_MOVE IBStep = 4
 )
 
 // Enum value maps for IBStep.
@@ -328,12 +331,14 @@ var (
 		1: "IB_LIGHT",
 		2: "IB_NEIGHBOUR",
 		3: "IB_PLACE",
+		4: "IB_MOVE",
 	}
 	IBStep_value = map[string]int32{
 		"IB_UNSPECIFIED": 0,
 		"IB_LIGHT":       1,
 		"IB_NEIGHBOUR":   2,
 		"IB_PLACE":       3,
+		"IB_MOVE":        4,
 	}
 )
 
@@ -3948,7 +3953,8 @@ func (x *WaveDone) GetMigrations() uint32 {
 	return 0
 }
 
-// Probe asks a node for its load (random probing of SmartUNL's fallback and Item Balancing).
+// Probe asks a node for its load (random probing of SmartUNL's fallback, Item Balancing and the
+// threshold algorithm's samples).
 type Probe struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Load          float64                `protobuf:"fixed64,1,opt,name=load,proto3" json:"load,omitempty"`
@@ -4063,8 +4069,8 @@ func (x *ProbeReply) GetNext() *NodeRef {
 	return nil
 }
 
-// IBOffer (Item Balancing): a light node asks its neighbour whether it is heavier than the
-// prober, who has load heavy_load.
+// IBOffer (Item Balancing, and the threshold algorithm's reorder): a light node asks its
+// neighbour whether it is heavier than the prober, who has load heavy_load.
 type IBOffer struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Heavy         *NodeRef               `protobuf:"bytes,1,opt,name=heavy,proto3" json:"heavy,omitempty"`
@@ -4801,12 +4807,13 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\vCAUSE_LEAVE\x10\x03\x12\x12\n" +
 	"\x0eCAUSE_MAINTAIN\x10\x04\x12\x10\n" +
 	"\fCAUSE_REPAIR\x10\x05\x12\x11\n" +
-	"\rCAUSE_BALANCE\x10\x06*J\n" +
+	"\rCAUSE_BALANCE\x10\x06*W\n" +
 	"\x06IBStep\x12\x12\n" +
 	"\x0eIB_UNSPECIFIED\x10\x00\x12\f\n" +
 	"\bIB_LIGHT\x10\x01\x12\x10\n" +
 	"\fIB_NEIGHBOUR\x10\x02\x12\f\n" +
-	"\bIB_PLACE\x10\x03B+Z)github.com/skiprange/skiprange/overlay/pbb\x06proto3"
+	"\bIB_PLACE\x10\x03\x12\v\n" +
+	"\aIB_MOVE\x10\x04B+Z)github.com/skiprange/skiprange/overlay/pbb\x06proto3"
 
 var (
 	file_overlay_pb_overlay_proto_rawDescOnce sync.Once

@@ -30,7 +30,7 @@ func TestBalanceNIXMIGPulse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, alg := range []nixmig.Algorithm{nixmig.NIXMIG, nixmig.NIXOnly, nixmig.MIGOnly, nixmig.ItemBalancing} {
+	for _, alg := range []nixmig.Algorithm{nixmig.NIXMIG, nixmig.NIXOnly, nixmig.MIGOnly, nixmig.ItemBalancing, nixmig.Threshold} {
 		t.Run(alg.String(), func(t *testing.T) {
 			res, err := RunBalance(smallBalance(alg, w, 1), nil)
 			if err != nil {
@@ -350,5 +350,39 @@ func TestBalanceCompletesUnder5PercentLoss(t *testing.T) {
 	}
 	if resent == 0 {
 		t.Fatal("no balancing message was sent again: the test does not test acknowledgements")
+	}
+}
+
+// TestThresholdAlgorithm: Ganesan et al.'s threshold algorithm (nixmig/threshold.go). Under a
+// light uniform load every node sits below the levels at which it acts: no probe, nothing
+// moves. Under the 10% pulse it balances with both of its operations — NIX to a lighter
+// neighbour and the reorder of a light node next to a heavy one — and ends far flatter than it
+// began, though it aims at a bounded ratio of loads, not at every node under thres.
+func TestThresholdAlgorithm(t *testing.T) {
+	light := smallBalance(nixmig.Threshold, workload.Uniform{K: 5000}, 1)
+	light.Rate = 5 // 10/s a node against T_−2 = thres/δ² ≈ 22.9
+	res, err := RunBalance(light, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Check != "ok" || res.Probes != 0 || res.Items != 0 || res.Messages != 0 {
+		t.Fatalf("light uniform load: check %s, %d probes, %d items moved, %d messages", res.Check, res.Probes, res.Items, res.Messages)
+	}
+	w, err := workload.NewPulse(5000, 100, 0.10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = RunBalance(smallBalance(nixmig.Threshold, w, 2), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("pulse: %d msgs, %d probes, %d items, nix %d mig %d, overloaded %d→%d, gini %.2f→%.2f, max/mean %.2f→%.2f",
+		res.Messages, res.Probes, res.Items, res.NIX, res.MIG, res.OverloadedStart, res.OverloadedEnd,
+		res.GiniStart, res.GiniEnd, res.MaxMeanStart, res.MaxMeanEnd)
+	if res.Check != "ok" || res.NIX == 0 || res.MIG == 0 || res.Probes == 0 {
+		t.Fatalf("pulse: check %s, %d NIX, %d migrations, %d probes", res.Check, res.NIX, res.MIG, res.Probes)
+	}
+	if !(res.GiniEnd < res.GiniStart/2) || !(res.MaxMeanEnd < res.MaxMeanStart/2) {
+		t.Fatalf("pulse: gini %.2f → %.2f, max/mean %.2f → %.2f: not balanced", res.GiniStart, res.GiniEnd, res.MaxMeanStart, res.MaxMeanEnd)
 	}
 }
