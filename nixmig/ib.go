@@ -36,7 +36,7 @@ func (b *Balancer) onIBTimer() {
 
 func (b *Balancer) onIBProbeReply(from overlay.Peer, r *pb.ProbeReply) {
 	b.ib.probe = 0
-	if !b.idle() || !r.Idle {
+	if !b.running || !b.idle() || !r.Idle {
 		return
 	}
 	li, lj := b.load.Load(b.env.Now()), r.Load

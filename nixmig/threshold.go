@@ -177,7 +177,7 @@ func (b *Balancer) thresholdDecide() {
 	t := &b.threshold
 	t.sample = 0
 	t.fruitless++
-	if !b.idle() {
+	if !b.running || !b.idle() {
 		return
 	}
 	l := b.load.Load(b.env.Now())
