@@ -147,10 +147,7 @@ func TestBalanceWordsTooFew(t *testing.T) {
 
 func TestBalanceSummaryAndFiles(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
-	code, stdout, stderr := runCLI(t, tinyBalanceWith("--seed", "2", "--sample", "5s", "--ring-every", "10s", "--out", dir)...)
-	if code != 0 {
-		t.Fatalf("exit %d, want 0; stderr:\n%s\nstdout:\n%s", code, stderr, stdout)
-	}
+	stdout, stderr := runOK(t, tinyBalanceWith("--seed", "2", "--sample", "5s", "--ring-every", "10s", "--out", dir)...)
 	wantIn(t, "summary", stdout, "skipsim balance: nixmig on pulse(10%), 20 nodes", "seed 2", "completion",
 		"lower bound", "MIG:NIX", "Gini", "→", "feasible", "check", "ok")
 	if stderr != "" {
@@ -302,10 +299,7 @@ func TestBalanceWords(t *testing.T) {
 	if _, err := os.Stat(sharedWords); err != nil {
 		t.Skipf("the shared word list is absent (%v)", err)
 	}
-	code, stdout, stderr := runCLI(t, tinyBalanceWith("--workload", "words", "--words", sharedWords, "--prefix", "4")...)
-	if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s\nstdout:\n%s", code, stderr, stdout)
-	}
+	stdout, _ := runOK(t, tinyBalanceWith("--workload", "words", "--words", sharedWords, "--prefix", "4")...)
 	wantIn(t, "summary", stdout, "words(2000 words, prefix 4)")
 }
 

@@ -107,10 +107,7 @@ func countLines(t *testing.T, path string) int {
 
 func TestSweepPulseQuick(t *testing.T) {
 	dir := t.TempDir()
-	code, stdout, stderr := runCLI(t, tinyExperiment("sweep-pulse", dir, "--points", "10", "--parallel", "2")...)
-	if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s\nstdout:\n%s", code, stderr, stdout)
-	}
+	stdout, stderr := runOK(t, tinyExperiment("sweep-pulse", dir, "--points", "10", "--parallel", "2")...)
 	rows := tableRows(stdout)
 	var algs []string
 	for _, r := range rows {
@@ -165,10 +162,7 @@ func TestSweepPulseQuick(t *testing.T) {
 // them the columns of ratios to IB and of NIXMIG's speed-up go.
 func TestSweepAlgorithms(t *testing.T) {
 	dir := t.TempDir()
-	code, stdout, stderr := runCLI(t, tinyExperiment("sweep-zipf", dir, "--points", "2", "--algorithms", "threshold, nixmig")...)
-	if code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s\nstdout:\n%s", code, stderr, stdout)
-	}
+	stdout, _ := runOK(t, tinyExperiment("sweep-zipf", dir, "--points", "2", "--algorithms", "threshold, nixmig")...)
 	rows := tableRows(stdout)
 	if len(rows) != 2 || rows[0][0] != "threshold" || rows[1][0] != "nixmig" {
 		t.Fatalf("rows %v, want threshold then nixmig:\n%s", rows, stdout)

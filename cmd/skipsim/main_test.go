@@ -18,6 +18,16 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errOut.String()
 }
 
+// runOK runs skipsim with args and stops the test unless it exits 0.
+func runOK(t *testing.T, args ...string) (stdout, stderr string) {
+	t.Helper()
+	code, stdout, stderr := runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d, want 0; stderr:\n%s\nstdout:\n%s", code, stderr, stdout)
+	}
+	return stdout, stderr
+}
+
 func TestNoArguments(t *testing.T) {
 	code, stdout, stderr := runCLI(t)
 	if code != 2 {
