@@ -198,8 +198,8 @@ func (n *Node) readmit(x overlay.Peer, ours bool, xWrittenBefore time.Time, why 
 	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.ID, Range: piece, Items: len(overwrite) + len(keep),
 		Detail: fmt.Sprintf("overlapping claims: %s; re-admitted, %d items and deletes held here sent overwriting, %d keeping what it holds",
 			why, len(overwrite), len(keep))})
-	n.pushCopies(overwrite, false, "", "re-admission")
-	n.pushCopies(keep, true, "", "re-admission")
+	n.pushCopies(overwrite, false, 0, "", "re-admission")
+	n.pushCopies(keep, true, 0, "", "re-admission")
 }
 
 // pushCopies writes items this node holds but may not own to their owners, in batches, and
@@ -207,7 +207,7 @@ func (n *Node) readmit(x overlay.Peer, ours bool, xWrittenBefore time.Time, why 
 // batch that fails leaves its copies here: those in the range a later handoff or re-admission can
 // still find, the others the tick writes out again (strays). With keepExisting the owners' own
 // values stand. A node outside the ring sends them through via, a live node.
-func (n *Node) pushCopies(items []overlay.Item, keepExisting bool, via overlay.NodeID, why string) {
+func (n *Node) pushCopies(items []overlay.Item, keepExisting bool, copiesOf uint64, via overlay.NodeID, why string) {
 	for _, it := range items {
 		if !it.Deleted {
 			n.Stats.WrittenOut++
@@ -216,7 +216,7 @@ func (n *Node) pushCopies(items []overlay.Item, keepExisting bool, via overlay.N
 	for len(items) > 0 {
 		batch := items[:min(len(items), n.cfg.MaxItemsPerMessage)]
 		items = items[len(batch):]
-		n.putBatch(batch, keepExisting, via, func(r overlay.Result) {
+		n.putBatch(batch, keepExisting, copiesOf, via, func(r overlay.Result) {
 			if r.Status != pb.Status_STATUS_OK {
 				n.env.Logger().Warn(why+": items held here not delivered; copies kept",
 					zap.Int("items", len(batch)), zap.String("error", r.Err))
@@ -245,20 +245,36 @@ func (n *Node) pushStrays() {
 	if r.Start == r.End {
 		return // the whole circle is this node's
 	}
-	if items := n.writeOutCopies(overlay.Range{Start: r.End, End: r.Start}, "", "stray copies"); items > 0 {
+	if items := n.writeOutCopies(overlay.Range{Start: r.End, End: r.Start}, "", 0, "stray copies"); items > 0 {
 		n.env.Report(overlay.Event{Kind: overlay.EventConflict, Items: items,
 			Detail: fmt.Sprintf("%d copies held outside the range after a failed write to their owners; written again", items)})
 	}
 }
 
-// copiesIn returns the items this node holds in r outside the range it is responsible for.
+// copiesIn returns the items this node holds in r outside the range it is responsible for,
+// except those of a piece it handed on whose commit awaits confirmation: that handoff settles
+// them (dropped once confirmed, else written out naming the handoff: onOutTimer). Written out
+// with the other copies outside the range — by a node confirmed after standing still, which
+// had stood still while its commit went unconfirmed — they reached the receiver unnamed and
+// brought back keys it had deleted since (TestGiverThatStoodStillWritesNoCopiesBack).
 func (n *Node) copiesIn(r overlay.Range) []overlay.Item {
 	var items []overlay.Item
 	_ = n.store.Ascend(r, func(k overlay.Key, v []byte) bool {
-		if !n.Responsible(k) {
+		if !n.Responsible(k) && !n.committingHolds(k) {
 			items = append(items, overlay.Item{Key: k, Value: v})
 		}
 		return true
 	})
 	return items
+}
+
+// committingHolds reports whether k lies in the piece of a flipped handoff whose commit awaits
+// confirmation.
+func (n *Node) committingHolds(k overlay.Key) bool {
+	for _, x := range n.committing {
+		if x.piece.Contains(k) {
+			return true
+		}
+	}
+	return false
 }

@@ -164,7 +164,7 @@ func TestStrayCopiesWrittenAgain(t *testing.T) {
 		_ = b.Store().Put(it.Key, it.Value)
 	}
 	nw.drop = func(s sentMsg) bool { return s.m.GetBatchPut() != nil }
-	b.pushCopies(strays, true, "", "test")
+	b.pushCopies(strays, true, 0, "", "test")
 	nw.advance(10 * time.Minute)
 	if n, _ := b.Store().Count(overlay.Range{Start: k(2000), End: k(3000)}); n != 2 {
 		t.Fatalf("b holds %d of its copies after the failed write, want both", n)

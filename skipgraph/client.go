@@ -21,8 +21,10 @@ type request struct {
 	// onDone, when set, takes the result instead of the runtime: requests the node makes for
 	// itself (re-admission's batch writes).
 	onDone func(overlay.Result)
-	// keepExisting makes a batch write store only keys its owners do not hold (claim.go).
+	// keepExisting makes a batch write store only keys its owners do not hold (claim.go);
+	// copiesOf names the handoff its items are copies of (BatchPut.copies_of_xfer).
 	keepExisting bool
+	copiesOf     uint64
 	// via, when set, is the live node a batch write enters the ring at, for a node outside it (a
 	// joiner writing out a piece whose giver never confirmed it).
 	via overlay.NodeID
@@ -74,13 +76,13 @@ func (n *Node) Scan(start, end overlay.Key, limitKeys int, limitBytes int) uint6
 // PutBatch starts a write of many items: it travels to the owner of the smallest key and walks
 // clockwise, each node storing its share; more than batchPiece items go as pieces at once. Bulk
 // loads use it.
-func (n *Node) PutBatch(items []overlay.Item) uint64 { return n.putBatch(items, false, "", nil) }
+func (n *Node) PutBatch(items []overlay.Item) uint64 { return n.putBatch(items, false, 0, "", nil) }
 
 // putBatch starts a batch write whose result goes to onDone, or to the runtime when nil. With
 // keepExisting, owners store only the keys they do not hold yet.
-func (n *Node) putBatch(items []overlay.Item, keepExisting bool, via overlay.NodeID, onDone func(overlay.Result)) uint64 {
+func (n *Node) putBatch(items []overlay.Item, keepExisting bool, copiesOf uint64, via overlay.NodeID, onDone func(overlay.Result)) uint64 {
 	id := n.newReqID()
-	req := &request{id: id, kind: overlay.ResultBatchPut, onDone: onDone, keepExisting: keepExisting, via: via}
+	req := &request{id: id, kind: overlay.ResultBatchPut, onDone: onDone, keepExisting: keepExisting, copiesOf: copiesOf, via: via}
 	if len(items) == 0 || len(items) > n.cfg.MaxItemsPerMessage {
 		n.failNow(req, pb.Status_STATUS_INVALID, fmt.Errorf("a batch holds 1 to %d items, not %d", n.cfg.MaxItemsPerMessage, len(items)))
 		return id
@@ -111,7 +113,7 @@ func (n *Node) sendBatch(req *request, sorted []overlay.Item) {
 	req.issue = func() {
 		b := &pb.BatchPut{
 			ReqId: req.id, Origin: n.selfRef, Route: &pb.Route{Key: []byte(sorted[0].Key)},
-			KeepExisting: req.keepExisting,
+			KeepExisting: req.keepExisting, CopiesOfXfer: req.copiesOf,
 		}
 		for _, it := range sorted {
 			if it.Deleted {
@@ -154,7 +156,7 @@ func (n *Node) putPieces(req *request, sorted []overlay.Item) {
 			}
 		}
 		// Checked and sorted already: each piece is a request of its own, sent as it is.
-		n.sendBatch(&request{id: n.newReqID(), kind: overlay.ResultBatchPut, key: piece[0].Key, onDone: done, keepExisting: req.keepExisting, via: req.via}, piece)
+		n.sendBatch(&request{id: n.newReqID(), kind: overlay.ResultBatchPut, key: piece[0].Key, onDone: done, keepExisting: req.keepExisting, copiesOf: req.copiesOf, via: req.via}, piece)
 	}
 }
 
@@ -410,6 +412,10 @@ func (n *Node) onBatchPut(b *pb.BatchPut) {
 		return
 	}
 	mine, rest, restDeletes := n.Range(), b.Items[:0], b.Deletes[:0]
+	// Copies of a handoff's piece that this node settled with their sender (settledXfer): what
+	// it holds there is newer.
+	_, stale := n.settledWith(overlay.NodeID(b.Origin.GetId()), b.CopiesOfXfer)
+	stale = stale && b.KeepExisting && b.CopiesOfXfer != 0
 	var local []overlay.Item
 	var deletes []overlay.Key
 	for _, k := range b.Deletes {
@@ -424,6 +430,8 @@ func (n *Node) onBatchPut(b *pb.BatchPut) {
 		switch {
 		case !mine.Contains(key):
 			rest = append(rest, it)
+		case stale:
+			b.Stored++ // handled: a copy older than what this node holds of the piece
 		case b.KeepExisting && n.tombs.has(key):
 			b.Stored++ // handled: the key was deleted here after this copy was made
 		case b.KeepExisting:

@@ -305,7 +305,7 @@ func (n *Node) writeOutTakenMeanwhile(r overlay.Range, x *outXfer) {
 	if x.kind == pb.HandoffKind_HANDOFF_LEAVE {
 		via = x.to.ID
 	}
-	if items := n.writeOutCopies(r, via, "items of a part taken over during a handoff"); items > 0 {
+	if items := n.writeOutCopies(r, via, 0, "items of a part taken over during a handoff"); items > 0 {
 		n.env.Report(overlay.Event{Kind: overlay.EventConflict, Range: r, Items: items,
 			Detail: fmt.Sprintf("%d items of a part taken over while a piece was handed on written to its new owner", items)})
 	}
@@ -341,7 +341,7 @@ func (n *Node) onOutTimer(id uint64) {
 			// written since wins); kept here, it was a copy outside this node's range that no
 			// read would ever find.
 			delete(n.committing, id)
-			n.writeOut(x.piece, x.to.ID, "", "receiver never confirmed the commit; the piece's items held here written to its owner")
+			n.writeOut(x.piece, x.to.ID, "", x.id, "receiver never confirmed the commit; the piece's items held here written to its owner")
 			if x.onDone != nil {
 				x.onDone()
 			}
@@ -367,29 +367,46 @@ func (n *Node) onOutTimer(id uint64) {
 func (n *Node) giveUpOut(x *outXfer, reason string) {
 	n.send(x.to.ID, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: x.id, Reason: reason}}}, x.cause)
 	n.expectCopiesBack(x.piece)
-	n.rememberAborted(abortedOut{id: x.id, to: x.to.ID, until: n.env.Now().Add(n.cfg.TombstoneTTL)})
+	n.rememberSettled(settledXfer{id: x.id, peer: x.to.ID, until: n.env.Now().Add(n.cfg.TombstoneTTL)})
 	n.abortOut(x, reason)
 }
 
-// abortedOut is a handoff this node gave up on its own account (giveUpOut), remembered until
-// until (answerAborted).
-type abortedOut struct {
-	id    uint64
-	to    overlay.NodeID
-	until time.Time
+// settledXfer is a handoff with peer that this node settled while peer may not know it,
+// remembered until until: one it gave up on its own account as the giver (giveUpOut; the abort
+// may never have arrived), or one it received and committed (commitIn; the confirmation may
+// never have arrived). Peer, not knowing the verdict, may write its copies of the piece back
+// to this node long after — past the time this node notes the piece for deletes (copiesOutFor)
+// if either of them stood still — and they are older than what this node holds: it stores none
+// of them (onBatchPut, BatchPut.copies_of_xfer). An ask for the verdict of one it gave up is
+// answered with the abort (answerAborted).
+type settledXfer struct {
+	id       uint64
+	peer     overlay.NodeID
+	received bool
+	until    time.Time
 }
 
-// maxAbortedOut bounds the handoffs remembered as aborted; the oldest go first.
-const maxAbortedOut = 64
+// maxSettled bounds the handoffs remembered as settled; the oldest go first.
+const maxSettled = 128
 
-// rememberAborted notes a handoff given up, dropping those remembered long enough.
-func (n *Node) rememberAborted(a abortedOut) {
+// rememberSettled notes a settled handoff, dropping those remembered long enough.
+func (n *Node) rememberSettled(a settledXfer) {
 	now := n.env.Now()
-	n.abortedOut = slices.DeleteFunc(n.abortedOut, func(a abortedOut) bool { return !now.Before(a.until) })
-	if over := len(n.abortedOut) + 1 - maxAbortedOut; over > 0 {
-		n.abortedOut = slices.Delete(n.abortedOut, 0, over)
+	n.settled = slices.DeleteFunc(n.settled, func(a settledXfer) bool { return !now.Before(a.until) })
+	if over := len(n.settled) + 1 - maxSettled; over > 0 {
+		n.settled = slices.Delete(n.settled, 0, over)
 	}
-	n.abortedOut = append(n.abortedOut, a)
+	n.settled = append(n.settled, a)
+}
+
+// settledWith returns the handoff id with peer if this node remembers settling it.
+func (n *Node) settledWith(peer overlay.NodeID, id uint64) (settledXfer, bool) {
+	now := n.env.Now()
+	i := slices.IndexFunc(n.settled, func(a settledXfer) bool { return a.id == id && a.peer == peer && now.Before(a.until) })
+	if i < 0 {
+		return settledXfer{}, false
+	}
+	return n.settled[i], true
 }
 
 // answerAborted tells from, which asks for the verdict of handoff id by sending its
@@ -398,12 +415,8 @@ func (n *Node) rememberAborted(a abortedOut) {
 // out writes its copies out to this node, which notes the piece for deletes only so long
 // (copiesOutFor) — a receiver that stood still past that brought back keys deleted here since.
 func (n *Node) answerAborted(from overlay.NodeID, id uint64) {
-	now := n.env.Now()
-	for _, a := range n.abortedOut {
-		if a.id == id && a.to == from && now.Before(a.until) {
-			n.send(from, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: id, Reason: "given up before the acknowledgement came"}}}, n.handling)
-			return
-		}
+	if a, ok := n.settledWith(from, id); ok && !a.received {
+		n.send(from, &pb.Envelope{Body: &pb.Envelope_HandoffAbort{HandoffAbort: &pb.HandoffAbort{XferId: id, Reason: "given up before the acknowledgement came"}}}, n.handling)
 	}
 }
 
@@ -587,8 +600,10 @@ func (n *Node) commitIn(x *inXfer) {
 	n.takeLost(x)
 	n.send(x.from.ID, &pb.Envelope{Body: &pb.Envelope_HandoffCommitAck{HandoffCommitAck: &pb.HandoffCommitAck{XferId: x.id}}}, x.cause)
 	// Should every confirmation be lost, the giver writes its copies out to their owner, this
-	// node, as writes that leave what it holds (onOutTimer).
+	// node, as writes that leave what it holds (onOutTimer): deletes in the piece leave
+	// tombstones for a while, and copies of this handoff are not stored at all.
 	n.expectCopiesBack(x.piece)
+	n.rememberSettled(settledXfer{id: x.id, peer: x.from.ID, received: true, until: n.env.Now().Add(n.cfg.TombstoneTTL)})
 	switch x.kind {
 	case pb.HandoffKind_HANDOFF_JOIN, pb.HandoffKind_HANDOFF_JOIN_BELOW:
 		n.joined(x)
@@ -791,7 +806,7 @@ func (n *Node) writeOutIn(x *inXfer, why string) {
 	n.in = nil
 	n.Stats.Aborts++
 	n.disown(x)
-	n.writeOut(x.piece, x.from.ID, "", why)
+	n.writeOut(x.piece, x.from.ID, "", x.id, why)
 	n.releaseHeld()
 }
 
@@ -817,28 +832,30 @@ func (n *Node) writeOutJoin(x *inXfer) {
 			Detail: "giver never confirmed an acknowledged join and named no other node; piece discarded"})
 		n.dropReceived(x)
 	} else {
-		n.writeOut(x.piece, x.from.ID, via, "giver never confirmed an acknowledged join; the piece's items written to its owner through "+string(via))
+		n.writeOut(x.piece, x.from.ID, via, x.id, "giver never confirmed an acknowledged join; the piece's items written to its owner through "+string(via))
 	}
 	n.retryJoinLater()
 	n.releaseHeld()
 }
 
 // writeOut gives up the copies this node holds in piece, a handoff's that the other side, peer,
-// never settled: they go to whoever owns them now as writes that leave what the owner holds (a
-// value written since wins), through via when this node is outside the ring, and are dropped
-// once stored (pushCopies). The conflict event says why.
-func (n *Node) writeOut(piece overlay.Range, peer, via overlay.NodeID, why string) {
-	items := n.writeOutCopies(piece, via, "unsettled handoff")
+// never settled as far as this node knows: they go to whoever owns them now as writes that leave
+// what the owner holds (a value written since wins), through via when this node is outside the
+// ring, and are dropped once stored (pushCopies). They name handoff xfer (0: none), so that
+// peer, if it settled it after all, stores none of them (settledXfer). The conflict event says
+// why.
+func (n *Node) writeOut(piece overlay.Range, peer, via overlay.NodeID, xfer uint64, why string) {
+	items := n.writeOutCopies(piece, via, xfer, "unsettled handoff")
 	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: peer, Range: piece, Items: items, Detail: why})
 }
 
 // writeOutCopies writes the copies this node holds in r, and is not responsible for, to their
-// owners as writes that leave what those hold, through via when this node is outside the ring
-// (pushCopies); it returns how many.
-func (n *Node) writeOutCopies(r overlay.Range, via overlay.NodeID, why string) int {
+// owners as writes that leave what those hold, through via when this node is outside the ring,
+// naming the handoff they are copies of (xfer; 0: none) (pushCopies); it returns how many.
+func (n *Node) writeOutCopies(r overlay.Range, via overlay.NodeID, xfer uint64, why string) int {
 	items := n.copiesIn(r)
 	if len(items) > 0 {
-		n.pushCopies(items, true, via, why)
+		n.pushCopies(items, true, xfer, via, why)
 	}
 	return len(items)
 }

@@ -75,8 +75,9 @@ type Node struct {
 	// that leave what this node holds: of a handoff this node aborted, or one it received whose
 	// giver may never have heard it commit (expectCopiesBack).
 	copiesOut []copiesOutPiece
-	// abortedOut are the handoffs this node gave up on its own account lately (answerAborted).
-	abortedOut []abortedOut
+	// settled are the handoffs this node settled lately while the other side may not know it:
+	// given up on its own account, or received and committed (settledXfer).
+	settled []settledXfer
 	// tombs are the keys deleted in the lost parts and in copiesOut (tombstone.go).
 	tombs tombstones
 	// storeWritten is when the store last took a value (a write, a batch, a handoff's chunk),

@@ -37,14 +37,14 @@ func (n *Node) Snapshot() *pb.NodeSnapshot {
 	}
 	s.Tombstones = n.tombs.all()
 	// What answers the other sides of handoffs after a restart as before it: the pieces others
-	// may write copies back to (deletes there leave tombstones) and the handoffs given up (a late
-	// ask for the verdict is told). A restart forgets the handoff under way: it counts as given
-	// up at its lease's end.
+	// may write copies back to (deletes there leave tombstones) and the handoffs settled (a late
+	// ask for the verdict is told, late copies are not stored). A restart forgets the handoff
+	// under way: it counts as given up at its lease's end.
 	now := n.env.Now()
-	copiesOut, aborted := n.copiesOut, n.abortedOut
+	copiesOut, settled := n.copiesOut, n.settled
 	if x := n.out; x != nil {
 		copiesOut = append(slices.Clip(copiesOut), copiesOutPiece{piece: x.piece, until: x.deadline.Add(n.copiesOutFor())})
-		aborted = append(slices.Clip(aborted), abortedOut{id: x.id, to: x.to.ID, until: x.deadline.Add(n.cfg.TombstoneTTL)})
+		settled = append(slices.Clip(settled), settledXfer{id: x.id, peer: x.to.ID, until: x.deadline.Add(n.cfg.TombstoneTTL)})
 	}
 	for _, p := range copiesOut {
 		if now.Before(p.until) {
@@ -52,9 +52,9 @@ func (n *Node) Snapshot() *pb.NodeSnapshot {
 			s.CopiesOutUntilUnixNano = append(s.CopiesOutUntilUnixNano, p.until.UnixNano())
 		}
 	}
-	for _, a := range aborted {
+	for _, a := range settled {
 		if now.Before(a.until) {
-			s.AbortedOut = append(s.AbortedOut, &pb.AbortedHandoff{XferId: a.id, To: []byte(a.to), UntilUnixNano: a.until.UnixNano()})
+			s.Settled = append(s.Settled, &pb.SettledHandoff{XferId: a.id, Peer: []byte(a.peer), UntilUnixNano: a.until.UnixNano(), Received: a.received})
 		}
 	}
 	return s
@@ -85,8 +85,8 @@ func (n *Node) Restore(s *pb.NodeSnapshot) error {
 		return fmt.Errorf("restore: snapshot has %d times for %d lost parts", len(s.LostSinceUnixNano), len(s.Lost))
 	case len(s.CopiesOutUntilUnixNano) != len(s.CopiesOut):
 		return fmt.Errorf("restore: snapshot has %d times for %d pieces copies may come back from", len(s.CopiesOutUntilUnixNano), len(s.CopiesOut))
-	case slices.ContainsFunc(s.AbortedOut, func(a *pb.AbortedHandoff) bool { return len(a.To) == 0 }):
-		return fmt.Errorf("restore: snapshot has an aborted handoff to nobody")
+	case slices.ContainsFunc(s.Settled, func(a *pb.SettledHandoff) bool { return len(a.Peer) == 0 }):
+		return fmt.Errorf("restore: snapshot has a settled handoff with nobody")
 	}
 	if err := n.checkKey(self.Start); err != nil {
 		return fmt.Errorf("restore: start: %w", err)
@@ -118,9 +118,9 @@ func (n *Node) Restore(s *pb.NodeSnapshot) error {
 	for i, r := range s.CopiesOut {
 		n.copiesOut = append(n.copiesOut, copiesOutPiece{piece: overlay.RangeFromPB(r), until: time.Unix(0, s.CopiesOutUntilUnixNano[i])})
 	}
-	n.abortedOut = nil
-	for _, a := range s.AbortedOut {
-		n.rememberAborted(abortedOut{id: a.XferId, to: overlay.NodeID(a.To), until: time.Unix(0, a.UntilUnixNano)})
+	n.settled = nil
+	for _, a := range s.Settled {
+		n.rememberSettled(settledXfer{id: a.XferId, peer: overlay.NodeID(a.Peer), received: a.Received, until: time.Unix(0, a.UntilUnixNano)})
 	}
 	n.refreshSelfRef()
 	n.state = StateActive
@@ -290,7 +290,7 @@ func (n *Node) joinAgain(intro []overlay.NodeID, why string) {
 	n.unconfirmedSince = time.Time{}
 	n.becomeNew()
 	// Once it owns nothing, every item it holds is a copy to write out (copiesIn).
-	n.writeOut(whole, pred, intro[0], why+"; joining again, its items written to their owners through "+string(intro[0]))
+	n.writeOut(whole, pred, intro[0], 0, why+"; joining again, its items written to their owners through "+string(intro[0]))
 	n.join = joinState{}
 	if err := n.Join(intro[0], position, intro[1:]...); err != nil {
 		n.env.Logger().Warn("could not join again", zap.Error(err))
@@ -329,7 +329,7 @@ func (n *Node) endWait() {
 	// left here to be written again (a re-admission's, while this node waited: found by
 	// TestPartitionProperties).
 	if r := n.Range(); !r.IsFull() {
-		n.writeOutCopies(overlay.Range{Start: r.End, End: r.Start}, "", "copies outside the range once confirmed")
+		n.writeOutCopies(overlay.Range{Start: r.End, End: r.Start}, "", 0, "copies outside the range once confirmed")
 	}
 	slices.SortStableFunc(n.held, func(a, b *pb.Envelope) int {
 		return cmp.Compare(batchFirst(a), batchFirst(b))

@@ -102,9 +102,9 @@ func TestRestoreRejectsForeignSnapshots(t *testing.T) {
 		t.Fatalf("a snapshot with a piece copies may come back from and no time for it: %v", err)
 	}
 	odd = proto.Clone(snap).(*pb.NodeSnapshot)
-	odd.AbortedOut = append(odd.AbortedOut, &pb.AbortedHandoff{XferId: 7, UntilUnixNano: 1})
-	if _, err := nw.restart("b", odd); err == nil || !strings.Contains(err.Error(), "aborted handoff to nobody") {
-		t.Fatalf("a snapshot with an aborted handoff to nobody: %v", err)
+	odd.Settled = append(odd.Settled, &pb.SettledHandoff{XferId: 7, UntilUnixNano: 1})
+	if _, err := nw.restart("b", odd); err == nil || !strings.Contains(err.Error(), "settled handoff with nobody") {
+		t.Fatalf("a snapshot with an settled handoff with nobody: %v", err)
 	}
 }
 

@@ -212,7 +212,7 @@ func TestBatchDeletesWalkTheirOwners(t *testing.T) {
 	}
 	a := nw.nodes["a"]
 	var res overlay.Result
-	a.putBatch(batch, false, "", func(r overlay.Result) { res = r })
+	a.putBatch(batch, false, 0, "", func(r overlay.Result) { res = r })
 	nw.run()
 	if res.Status != pb.Status_STATUS_OK || res.Stored != len(batch) {
 		t.Fatalf("batch of %d: %s, %d stored", len(batch), res.Status, res.Stored)
@@ -236,7 +236,7 @@ func TestReadmittedNodeKeepsTheDeletesItWasSent(t *testing.T) {
 	}
 	var res overlay.Result
 	late := []overlay.Item{{Key: k(1000), Value: []byte("older")}, {Key: k(1100), Value: []byte("older")}}
-	nw.nodes["c"].putBatch(late, true, "", func(r overlay.Result) { res = r })
+	nw.nodes["c"].putBatch(late, true, 0, "", func(r overlay.Result) { res = r })
 	nw.run()
 	if res.Status != pb.Status_STATUS_OK {
 		t.Fatalf("the late write-out: %s", res.Status)
@@ -361,7 +361,7 @@ func TestNeitherConfirmedOverlapTakesNewerWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 		var res overlay.Result
-		nw.nodes["c"].putBatch([]overlay.Item{{Key: k(1650), Value: []byte("older")}}, true, "", func(r overlay.Result) { res = r })
+		nw.nodes["c"].putBatch([]overlay.Item{{Key: k(1650), Value: []byte("older")}}, true, 0, "", func(r overlay.Result) { res = r })
 		nw.run()
 		if res.Status != pb.Status_STATUS_OK || !nw.nodes["a"].lost.contains(k(1650)) {
 			t.Fatalf("the write-out: %s; into a's lost part: %v", res.Status, nw.nodes["a"].lost.contains(k(1650)))
@@ -564,6 +564,91 @@ func TestDeletesAfterACommitUnconfirmedStayDeleted(t *testing.T) {
 	if len(nw.envs["b"].eventsOf(overlay.EventConflict)) == 0 {
 		t.Fatal("b never wrote its copies out: the case tests nothing")
 	}
+	nw.checkRing()
+	nw.checkDeleted(t, 1600, 1800)
+	nw.checkAllValues(t, want)
+}
+
+// TestGiverThatStoodStillWritesNoCopiesBack: b hands [1500, 2000) to c by a NIX, every
+// confirmation of c's commit is lost, and b stands still at once, past the time c notes the
+// piece for deletes (copiesOutFor). c deletes 1600 and 1700, leaving no tombstones (and in the
+// second case restarts from its snapshot); b, back, writes its copies out to their owner, c,
+// once its commits stay unconfirmed. The write names the handoff, which c remembers committing:
+// it stores none of the copies, and the deleted keys stay deleted.
+func TestGiverThatStoodStillWritesNoCopiesBack(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		t.Run(map[bool]string{false: "receiver running", true: "receiver restarted"}[restart], func(t *testing.T) {
+			nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+			want := initialValues()
+			b, c := nw.nodes["b"], nw.nodes["c"]
+			nw.drop = func(s sentMsg) bool { return s.m.GetHandoffCommitAck() != nil }
+			if err := b.GiveNIX(true, k(1500), pb.Cause_CAUSE_BALANCE, func(bool, int) {}); err != nil {
+				t.Fatal(err)
+			}
+			nw.run()
+			if c.Range() != (overlay.Range{Start: k(1500), End: k(3000)}) || len(b.committing) != 1 {
+				t.Fatalf("c owns %s after the NIX, b awaits %d confirmations: want [1500, 3000) and one", c.Range(), len(b.committing))
+			}
+			nw.pause("b")
+			nw.advance(c.copiesOutFor() + time.Minute)
+			nw.deleteAll(t, want, "d", 1600, 1800)
+			if c.Tombstones() != 0 {
+				t.Fatalf("c keeps %d tombstones: the deletes came inside the window the case is about", c.Tombstones())
+			}
+			if restart {
+				snap := proto.Clone(c.Snapshot()).(*pb.NodeSnapshot)
+				nw.crash("c")
+				nw.advance(time.Second)
+				var err error
+				if c, err = nw.restart("c", snap); err != nil {
+					t.Fatal(err)
+				}
+				nw.advance(nw.cfg.ProbeInterval) // its neighbours confirm it
+			}
+			nw.resume("b")
+			nw.advance(5 * time.Minute)
+			nw.drop = nil
+			if b.Stats.WrittenOut == 0 {
+				t.Fatal("b never wrote its copies out: the case tests nothing")
+			}
+			nw.advance(time.Minute)
+			nw.checkRing()
+			nw.checkDeleted(t, 1600, 1800)
+			nw.checkAllValues(t, want)
+		})
+	}
+}
+
+// TestReceiverThatStoodStillWritesNoCopiesBack: f acknowledges its join piece from b and stands
+// still at once; b gives the handoff up at its lease's end. Every abort to f is lost, the one
+// of then and those answering f's later asks (answerAborted), so f, back long after b deleted
+// 1600 and 1700 (past copiesOutFor: no tombstones), writes its copies out to their owner, b. The
+// write names the handoff, which b remembers giving up: it stores none of the copies.
+func TestReceiverThatStoodStillWritesNoCopiesBack(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	want := initialValues()
+	nw.drop = func(s sentMsg) bool { return s.m.GetHandoffAck() != nil && s.to == "b" }
+	f := nw.joinAcknowledged(t, "f", "b", 1500)
+	nw.pause("f")
+	b := nw.nodes["b"]
+	nw.advance(nw.cfg.HandoffLease + time.Second) // b's lease runs out: it gives the join up
+	if b.Busy() {
+		t.Fatal("b did not abort: the case tests nothing")
+	}
+	nw.drop = func(s sentMsg) bool { return s.to == "f" && s.m.GetHandoffAbort() != nil }
+	nw.held = slices.DeleteFunc(nw.held, func(s sentMsg) bool { return s.to == "f" && s.m.GetHandoffAbort() != nil })
+	nw.advance(b.copiesOutFor() + time.Minute)
+	nw.deleteAll(t, want, "d", 1600, 1800)
+	if b.Tombstones() != 0 {
+		t.Fatalf("b keeps %d tombstones: the deletes came inside the window the case is about", b.Tombstones())
+	}
+	nw.resume("f")
+	nw.advance(5 * time.Minute)
+	if f.Stats.WrittenOut == 0 {
+		t.Fatal("f never wrote its copies out: the case tests nothing")
+	}
+	nw.drop = nil
+	nw.advance(time.Minute)
 	nw.checkRing()
 	nw.checkDeleted(t, 1600, 1800)
 	nw.checkAllValues(t, want)

@@ -1145,7 +1145,13 @@ type BatchPut struct {
 	// deletes: keys to delete at their owners, in key order. A re-admission sends with its items
 	// the deletes made while the range was held without them (tombstones); a node that does not
 	// know the field leaves those keys as they are, as before it existed.
-	Deletes       [][]byte `protobuf:"bytes,8,rep,name=deletes,proto3" json:"deletes,omitempty"`
+	Deletes [][]byte `protobuf:"bytes,8,rep,name=deletes,proto3" json:"deletes,omitempty"`
+	// copies_of_xfer, with keep_existing: the items are the origin's copies of the piece of this
+	// handoff, which the origin never saw settled (a receiver that acknowledged and heard no
+	// verdict, a giver that heard no confirmation of its commit). The other side of the handoff,
+	// if it remembers settling it (SettledHandoff), stores none of them: what it holds of the
+	// piece is newer, deletes included.
+	CopiesOfXfer  uint64 `protobuf:"varint,9,opt,name=copies_of_xfer,json=copiesOfXfer,proto3" json:"copies_of_xfer,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1234,6 +1240,13 @@ func (x *BatchPut) GetDeletes() [][]byte {
 		return x.Deletes
 	}
 	return nil
+}
+
+func (x *BatchPut) GetCopiesOfXfer() uint64 {
+	if x != nil {
+		return x.CopiesOfXfer
+	}
+	return 0
 }
 
 type BatchPutReply struct {
@@ -4260,9 +4273,8 @@ type NodeSnapshot struct {
 	// a restart too.
 	CopiesOut              []*KeyRange `protobuf:"bytes,8,rep,name=copies_out,json=copiesOut,proto3" json:"copies_out,omitempty"`
 	CopiesOutUntilUnixNano []int64     `protobuf:"varint,9,rep,packed,name=copies_out_until_unix_nano,json=copiesOutUntilUnixNano,proto3" json:"copies_out_until_unix_nano,omitempty"`
-	// Handoffs this node gave up on its own account, remembered until then so that a receiver
-	// asking for the verdict later is told (see AbortedHandoff).
-	AbortedOut    []*AbortedHandoff `protobuf:"bytes,10,rep,name=aborted_out,json=abortedOut,proto3" json:"aborted_out,omitempty"`
+	// Handoffs this node settled lately, remembered until then (see SettledHandoff).
+	Settled       []*SettledHandoff `protobuf:"bytes,10,rep,name=settled,proto3" json:"settled,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4360,39 +4372,42 @@ func (x *NodeSnapshot) GetCopiesOutUntilUnixNano() []int64 {
 	return nil
 }
 
-func (x *NodeSnapshot) GetAbortedOut() []*AbortedHandoff {
+func (x *NodeSnapshot) GetSettled() []*SettledHandoff {
 	if x != nil {
-		return x.AbortedOut
+		return x.Settled
 	}
 	return nil
 }
 
-// AbortedHandoff is a handoff its giver aborted on its own account (its lease ran out, or it may
-// have been replaced): until until_unix_nano, by the giver's clock, the giver answers the
-// receiver's asks for the verdict with the abort it may never have heard.
-type AbortedHandoff struct {
+// SettledHandoff is a handoff with peer that this node settled while peer may not know it: one it
+// gave up on its own account as the giver (its lease ran out, or it may have been replaced), or
+// one it received and committed (received). Until until_unix_nano, by this node's clock, it
+// answers the receiver's asks for the verdict of one it gave up with the abort it may never have
+// heard, and stores none of peer's copies of the handoff's piece (BatchPut.copies_of_xfer).
+type SettledHandoff struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	XferId        uint64                 `protobuf:"varint,1,opt,name=xfer_id,json=xferId,proto3" json:"xfer_id,omitempty"`
-	To            []byte                 `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	Peer          []byte                 `protobuf:"bytes,2,opt,name=peer,proto3" json:"peer,omitempty"`
 	UntilUnixNano int64                  `protobuf:"varint,3,opt,name=until_unix_nano,json=untilUnixNano,proto3" json:"until_unix_nano,omitempty"`
+	Received      bool                   `protobuf:"varint,4,opt,name=received,proto3" json:"received,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *AbortedHandoff) Reset() {
-	*x = AbortedHandoff{}
+func (x *SettledHandoff) Reset() {
+	*x = SettledHandoff{}
 	mi := &file_overlay_pb_overlay_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *AbortedHandoff) String() string {
+func (x *SettledHandoff) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*AbortedHandoff) ProtoMessage() {}
+func (*SettledHandoff) ProtoMessage() {}
 
-func (x *AbortedHandoff) ProtoReflect() protoreflect.Message {
+func (x *SettledHandoff) ProtoReflect() protoreflect.Message {
 	mi := &file_overlay_pb_overlay_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -4404,30 +4419,37 @@ func (x *AbortedHandoff) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use AbortedHandoff.ProtoReflect.Descriptor instead.
-func (*AbortedHandoff) Descriptor() ([]byte, []int) {
+// Deprecated: Use SettledHandoff.ProtoReflect.Descriptor instead.
+func (*SettledHandoff) Descriptor() ([]byte, []int) {
 	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{45}
 }
 
-func (x *AbortedHandoff) GetXferId() uint64 {
+func (x *SettledHandoff) GetXferId() uint64 {
 	if x != nil {
 		return x.XferId
 	}
 	return 0
 }
 
-func (x *AbortedHandoff) GetTo() []byte {
+func (x *SettledHandoff) GetPeer() []byte {
 	if x != nil {
-		return x.To
+		return x.Peer
 	}
 	return nil
 }
 
-func (x *AbortedHandoff) GetUntilUnixNano() int64 {
+func (x *SettledHandoff) GetUntilUnixNano() int64 {
 	if x != nil {
 		return x.UntilUnixNano
 	}
 	return 0
+}
+
+func (x *SettledHandoff) GetReceived() bool {
+	if x != nil {
+		return x.Received
+	}
+	return false
 }
 
 var File_overlay_pb_overlay_proto protoreflect.FileDescriptor
@@ -4506,7 +4528,7 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x04hops\x18\a \x01(\rR\x04hops\x12\x1e\n" +
 	"\n" +
 	"incomplete\x18\b \x01(\bR\n" +
-	"incomplete\"\xa5\x02\n" +
+	"incomplete\"\xcb\x02\n" +
 	"\bBatchPut\x12\x15\n" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x122\n" +
 	"\x06origin\x18\x02 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x06origin\x12.\n" +
@@ -4515,7 +4537,8 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x06stored\x18\x05 \x01(\rR\x06stored\x12\x18\n" +
 	"\awalking\x18\x06 \x01(\bR\awalking\x12#\n" +
 	"\rkeep_existing\x18\a \x01(\bR\fkeepExisting\x12\x18\n" +
-	"\adeletes\x18\b \x03(\fR\adeletes\"\x85\x01\n" +
+	"\adeletes\x18\b \x03(\fR\adeletes\x12$\n" +
+	"\x0ecopies_of_xfer\x18\t \x01(\x04R\fcopiesOfXfer\"\x85\x01\n" +
 	"\rBatchPutReply\x12\x15\n" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x121\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x19.skiprange.overlay.StatusR\x06status\x12\x16\n" +
@@ -4751,7 +4774,7 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\n" +
 	"LevelLinks\x12.\n" +
 	"\x04pred\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04pred\x12.\n" +
-	"\x04succ\x18\x02 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04succ\"\xa3\x04\n" +
+	"\x04succ\x18\x02 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04succ\"\x9c\x04\n" +
 	"\fNodeSnapshot\x12.\n" +
 	"\x04self\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04self\x125\n" +
 	"\x06levels\x18\x02 \x03(\v2\x1d.skiprange.overlay.LevelLinksR\x06levels\x12:\n" +
@@ -4766,14 +4789,14 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x14lost_since_unix_nano\x18\a \x03(\x03R\x11lostSinceUnixNano\x12:\n" +
 	"\n" +
 	"copies_out\x18\b \x03(\v2\x1b.skiprange.overlay.KeyRangeR\tcopiesOut\x12:\n" +
-	"\x1acopies_out_until_unix_nano\x18\t \x03(\x03R\x16copiesOutUntilUnixNano\x12B\n" +
-	"\vaborted_out\x18\n" +
-	" \x03(\v2!.skiprange.overlay.AbortedHandoffR\n" +
-	"abortedOut\"a\n" +
-	"\x0eAbortedHandoff\x12\x17\n" +
-	"\axfer_id\x18\x01 \x01(\x04R\x06xferId\x12\x0e\n" +
-	"\x02to\x18\x02 \x01(\fR\x02to\x12&\n" +
-	"\x0funtil_unix_nano\x18\x03 \x01(\x03R\runtilUnixNano*L\n" +
+	"\x1acopies_out_until_unix_nano\x18\t \x03(\x03R\x16copiesOutUntilUnixNano\x12;\n" +
+	"\asettled\x18\n" +
+	" \x03(\v2!.skiprange.overlay.SettledHandoffR\asettled\"\x81\x01\n" +
+	"\x0eSettledHandoff\x12\x17\n" +
+	"\axfer_id\x18\x01 \x01(\x04R\x06xferId\x12\x12\n" +
+	"\x04peer\x18\x02 \x01(\fR\x04peer\x12&\n" +
+	"\x0funtil_unix_nano\x18\x03 \x01(\x03R\runtilUnixNano\x12\x1a\n" +
+	"\breceived\x18\x04 \x01(\bR\breceived*L\n" +
 	"\x02Op\x12\x12\n" +
 	"\x0eOP_UNSPECIFIED\x10\x00\x12\n" +
 	"\n" +
@@ -4881,7 +4904,7 @@ var file_overlay_pb_overlay_proto_goTypes = []any{
 	(*IBNix)(nil),            // 48: skiprange.overlay.IBNix
 	(*LevelLinks)(nil),       // 49: skiprange.overlay.LevelLinks
 	(*NodeSnapshot)(nil),     // 50: skiprange.overlay.NodeSnapshot
-	(*AbortedHandoff)(nil),   // 51: skiprange.overlay.AbortedHandoff
+	(*SettledHandoff)(nil),   // 51: skiprange.overlay.SettledHandoff
 }
 var file_overlay_pb_overlay_proto_depIdxs = []int32{
 	9,   // 0: skiprange.overlay.Route.hints:type_name -> skiprange.overlay.LoadHint
@@ -4988,7 +5011,7 @@ var file_overlay_pb_overlay_proto_depIdxs = []int32{
 	10,  // 101: skiprange.overlay.NodeSnapshot.lost:type_name -> skiprange.overlay.KeyRange
 	20,  // 102: skiprange.overlay.NodeSnapshot.tombstones:type_name -> skiprange.overlay.Tombstone
 	10,  // 103: skiprange.overlay.NodeSnapshot.copies_out:type_name -> skiprange.overlay.KeyRange
-	51,  // 104: skiprange.overlay.NodeSnapshot.aborted_out:type_name -> skiprange.overlay.AbortedHandoff
+	51,  // 104: skiprange.overlay.NodeSnapshot.settled:type_name -> skiprange.overlay.SettledHandoff
 	105, // [105:105] is the sub-list for method output_type
 	105, // [105:105] is the sub-list for method input_type
 	105, // [105:105] is the sub-list for extension type_name
