@@ -35,7 +35,10 @@ import (
 // delete in the piece of a handoff under way, or of one this node aborted or received lately,
 // leaves a tombstone too (copiesMayBeOut); a flip drops those of its piece, which the receiver
 // now holds. Snapshots keep those pieces (the handoff under way as one given up), so a restart
-// forgets none of them.
+// forgets none of them. Such copies also name their handoff, and the side that settled it stores
+// none of them however late they come (settledXfer); the tombstones still cover copies that
+// reach a node which did not settle that handoff (one the piece was handed on to since), for
+// as long as it notes the piece.
 //
 // Other deletes need none: the copies that come back are those of a part taken over without
 // them. Tombstones go with their keys' range when it moves on (a handoff carries those of its
