@@ -25,8 +25,8 @@ import (
 // entries of the routing table (the paper keeps a second skip graph ordered by load); the
 // loads are measured rates, not item counts, so the node looks at its level every CheckInterval
 // rather than on each insert; and since a sample sees only some of the nodes, a node whose
-// sample found nothing to do samples again at the same level after IBInterval, doubling up to
-// maxThresholdBackoff times that (the paper's node acts once per crossing; ours, without the
+// sample found nothing to do samples again at the same level after IBInterval, doubling
+// maxThresholdDoublings times (the paper's node acts once per crossing; ours, without the
 // retries, stayed over for good whenever its one sample missed every light node). Loads that
 // fall (the paper's merges after deletes) are left alone: nothing here deletes load. The lowest
 // threshold is thres·δ^lowestThreshold: a node acts only at the levels whose T_m−2 is a
@@ -37,8 +37,10 @@ const (
 	lowestThreshold = -4
 	// maxThresholdSamples bounds Config.ThresholdSamples.
 	maxThresholdSamples = 64
-	// maxThresholdBackoff bounds the doubling of the wait before sampling again at one level.
-	maxThresholdBackoff = 16
+	// maxThresholdDoublings bounds the doubling of the wait before sampling again at one level.
+	maxThresholdDoublings = 4
+	// highestLevel bounds the levels (a load past thres·δ^64 counts as that level).
+	highestLevel = 64
 )
 
 // thresholdState is a node's part in the threshold algorithm.
@@ -72,11 +74,12 @@ func (b *Balancer) level(l float64) int {
 	if !(l > b.thresholdAt(lowestThreshold)) {
 		return lowestThreshold - 1
 	}
-	m := int(math.Ceil(math.Log(l/b.cfg.Thres)/math.Log(b.cfg.ThresholdDelta))) - 1
+	f := math.Ceil(math.Log(l/b.cfg.Thres)/math.Log(b.cfg.ThresholdDelta)) - 1
+	m := int(max(lowestThreshold, min(f, highestLevel)))
 	for m > lowestThreshold && l <= b.thresholdAt(m) { // rounding at a boundary
 		m--
 	}
-	for l > b.thresholdAt(m+1) {
+	for m < highestLevel && l > b.thresholdAt(m+1) {
 		m++
 	}
 	return m
@@ -99,7 +102,7 @@ func (b *Balancer) thresholdCheck(now time.Time) {
 		return
 	}
 	if m == t.sampled {
-		if now.Sub(t.at) < b.cfg.IBInterval*time.Duration(min(1<<t.fruitless, maxThresholdBackoff)) {
+		if now.Sub(t.at) < b.cfg.IBInterval<<min(t.fruitless, maxThresholdDoublings) {
 			return
 		}
 	} else {

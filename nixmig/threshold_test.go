@@ -24,9 +24,14 @@ func TestThresholdLevels(t *testing.T) {
 				t.Errorf("δ %g: load just over T_%d = %g at level %d, want %d", delta, m, tm, got, m)
 			}
 		}
-		for _, l := range []float64{0, 1e-9, b.thresholdAt(lowestThreshold)} {
+		for _, l := range []float64{0, 1e-9, b.thresholdAt(lowestThreshold), math.NaN(), math.Inf(-1)} {
 			if got := b.level(l); got != lowestThreshold-1 {
 				t.Errorf("δ %g: load %g at level %d, want %d", delta, l, got, lowestThreshold-1)
+			}
+		}
+		for _, l := range []float64{math.Inf(1), math.MaxFloat64} {
+			if got := b.level(l); got != highestLevel {
+				t.Errorf("δ %g: load %g at level %d, want the highest, %d", delta, l, got, highestLevel)
 			}
 		}
 	}
