@@ -414,8 +414,10 @@ func (n *Node) onBatchPut(b *pb.BatchPut) {
 	mine, rest, restDeletes := n.Range(), b.Items[:0], b.Deletes[:0]
 	// Copies of a handoff's piece that this node settled with their sender (settledXfer): what
 	// it holds there is newer.
-	_, stale := n.settledWith(overlay.NodeID(b.Origin.GetId()), b.CopiesOfXfer)
-	stale = stale && b.KeepExisting && b.CopiesOfXfer != 0
+	stale := false
+	if b.KeepExisting && b.CopiesOfXfer != 0 {
+		_, stale = n.settledWith(overlay.NodeID(b.Origin.GetId()), b.CopiesOfXfer)
+	}
 	var local []overlay.Item
 	var deletes []overlay.Key
 	for _, k := range b.Deletes {
