@@ -511,35 +511,66 @@ func TestDeletesAfterARestartStayDeleted(t *testing.T) {
 	}
 }
 
-// TestReceiverThatStoodStillLearnsOfTheAbort: f acknowledges its join piece from b and stands
-// still at once; b aborts at its lease's end, the abort lost. Long after — past the time b notes
-// the piece for deletes (copiesOutFor) — b deletes 1600 and 1700; then f runs again and asks for
-// the verdict. b remembers the handoff it gave up and answers with the abort: f discards its
-// copies instead of writing them out to b, which brought the deleted keys back.
-func TestReceiverThatStoodStillLearnsOfTheAbort(t *testing.T) {
-	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
-	want := initialValues()
-	nw.drop = func(s sentMsg) bool { return s.m.GetHandoffAck() != nil && s.to == "b" }
-	f := nw.joinAcknowledged(t, "f", "b", 1500)
-	nw.pause("f")
-	b := nw.nodes["b"]
-	nw.advance(nw.cfg.HandoffLease + time.Second) // b's lease runs out: it aborts
-	if b.Busy() {
-		t.Fatal("b did not abort: the case tests nothing")
+// TestReceiverThatStoodStill: f acknowledges its join piece from b and stands still at once; b
+// gives the join up at its lease's end, the abort lost. Long after — past the time b notes the
+// piece for deletes (copiesOutFor), so without tombstones — b deletes 1600 and 1700; then f runs
+// again and asks for the verdict. b remembers the handoff it gave up and answers with the abort:
+// f discards its copies instead of writing them out to b, which brought the deleted keys back.
+// And when every answer to f is lost too, f writes its copies out to b naming the handoff, and
+// b, remembering it gave it up, stores none of them.
+func TestReceiverThatStoodStill(t *testing.T) {
+	for _, answered := range []bool{true, false} {
+		t.Run(map[bool]string{true: "learns of the abort", false: "writes copies b does not store"}[answered], func(t *testing.T) {
+			nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+			want := initialValues()
+			nw.drop = func(s sentMsg) bool { return s.m.GetHandoffAck() != nil && s.to == "b" }
+			f := nw.joinAcknowledged(t, "f", "b", 1500)
+			nw.pause("f")
+			b := nw.nodes["b"]
+			nw.advance(nw.cfg.HandoffLease + time.Second) // b's lease runs out: it gives the join up
+			if b.Busy() {
+				t.Fatal("b did not abort: the case tests nothing")
+			}
+			nw.drop = nil
+			if !answered {
+				nw.drop = func(s sentMsg) bool { return s.to == "f" && s.m.GetHandoffAbort() != nil }
+			}
+			// The abort waits for f with the messages of its standstill: lost, it never arrives.
+			nw.held = slices.DeleteFunc(nw.held, func(s sentMsg) bool { return s.to == "f" && s.m.GetHandoffAbort() != nil })
+			nw.advance(b.copiesOutFor() + time.Minute)
+			nw.deleteAll(t, want, "d", 1600, 1800)
+			if b.Tombstones() != 0 {
+				t.Fatalf("b keeps %d tombstones: the deletes came inside the window the case is about", b.Tombstones())
+			}
+			nw.resume("f")
+			nw.advance(5 * time.Minute)
+			wrote := f.Stats.WrittenOut > 0 || len(nw.envs["f"].eventsOf(overlay.EventConflict)) > 0
+			if wrote == answered {
+				t.Fatalf("f wrote %d copies out (events %v), answers heard %v", f.Stats.WrittenOut, nw.envs["f"].eventsOf(overlay.EventConflict), answered)
+			}
+			nw.drop = nil
+			nw.advance(time.Minute)
+			nw.checkRing()
+			nw.checkDeleted(t, 1600, 1800)
+			nw.checkAllValues(t, want)
+		})
 	}
-	nw.drop = nil
-	// The abort waits for f with the messages of its standstill: lost, it never arrives.
-	nw.held = slices.DeleteFunc(nw.held, func(s sentMsg) bool { return s.to == "f" && s.m.GetHandoffAbort() != nil })
-	nw.advance(b.copiesOutFor() + time.Minute)
-	nw.deleteAll(t, want, "d", 1600, 1800)
-	nw.resume("f")
-	nw.advance(3 * time.Minute)
-	if f.Stats.WrittenOut > 0 || len(nw.envs["f"].eventsOf(overlay.EventConflict)) > 0 {
-		t.Fatalf("f wrote %d copies out (events %v): it never learned of the abort", f.Stats.WrittenOut, nw.envs["f"].eventsOf(overlay.EventConflict))
+}
+
+// nixUnconfirmed has b hand [1500, 2000) to c by a NIX whose commit c applies while every
+// confirmation of it is lost, and stay so (nw.drop): b holds its copies, awaiting one.
+func (nw *testNet) nixUnconfirmed(t *testing.T) (b, c *Node) {
+	t.Helper()
+	b, c = nw.nodes["b"], nw.nodes["c"]
+	nw.drop = func(s sentMsg) bool { return s.m.GetHandoffCommitAck() != nil }
+	if err := b.GiveNIX(true, k(1500), pb.Cause_CAUSE_BALANCE, func(bool, int) {}); err != nil {
+		t.Fatal(err)
 	}
-	nw.checkRing()
-	nw.checkDeleted(t, 1600, 1800)
-	nw.checkAllValues(t, want)
+	nw.run()
+	if c.Range() != (overlay.Range{Start: k(1500), End: k(3000)}) || len(b.committing) != 1 {
+		t.Fatalf("c owns %s after the NIX, b awaits %d confirmations: want [1500, 3000) and one", c.Range(), len(b.committing))
+	}
+	return b, c
 }
 
 // TestDeletesAfterACommitUnconfirmedStayDeleted: b hands [1500, 2000) to c by a NIX and c
@@ -549,15 +580,7 @@ func TestReceiverThatStoodStillLearnsOfTheAbort(t *testing.T) {
 func TestDeletesAfterACommitUnconfirmedStayDeleted(t *testing.T) {
 	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
 	want := initialValues()
-	b, c := nw.nodes["b"], nw.nodes["c"]
-	nw.drop = func(s sentMsg) bool { return s.m.GetHandoffCommitAck() != nil }
-	if err := b.GiveNIX(true, k(1500), pb.Cause_CAUSE_BALANCE, func(bool, int) {}); err != nil {
-		t.Fatal(err)
-	}
-	nw.run()
-	if c.Range() != (overlay.Range{Start: k(1500), End: k(3000)}) {
-		t.Fatalf("c owns %s after the NIX, want [1500, 3000)", c.Range())
-	}
+	nw.nixUnconfirmed(t)
 	nw.deleteAll(t, want, "d", 1600, 1800)
 	nw.advance(3 * time.Minute)
 	nw.drop = nil
@@ -580,15 +603,7 @@ func TestGiverThatStoodStillWritesNoCopiesBack(t *testing.T) {
 		t.Run(map[bool]string{false: "receiver running", true: "receiver restarted"}[restart], func(t *testing.T) {
 			nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
 			want := initialValues()
-			b, c := nw.nodes["b"], nw.nodes["c"]
-			nw.drop = func(s sentMsg) bool { return s.m.GetHandoffCommitAck() != nil }
-			if err := b.GiveNIX(true, k(1500), pb.Cause_CAUSE_BALANCE, func(bool, int) {}); err != nil {
-				t.Fatal(err)
-			}
-			nw.run()
-			if c.Range() != (overlay.Range{Start: k(1500), End: k(3000)}) || len(b.committing) != 1 {
-				t.Fatalf("c owns %s after the NIX, b awaits %d confirmations: want [1500, 3000) and one", c.Range(), len(b.committing))
-			}
+			b, c := nw.nixUnconfirmed(t)
 			nw.pause("b")
 			nw.advance(c.copiesOutFor() + time.Minute)
 			nw.deleteAll(t, want, "d", 1600, 1800)
@@ -617,39 +632,4 @@ func TestGiverThatStoodStillWritesNoCopiesBack(t *testing.T) {
 			nw.checkAllValues(t, want)
 		})
 	}
-}
-
-// TestReceiverThatStoodStillWritesNoCopiesBack: f acknowledges its join piece from b and stands
-// still at once; b gives the handoff up at its lease's end. Every abort to f is lost, the one
-// of then and those answering f's later asks (answerAborted), so f, back long after b deleted
-// 1600 and 1700 (past copiesOutFor: no tombstones), writes its copies out to their owner, b. The
-// write names the handoff, which b remembers giving up: it stores none of the copies.
-func TestReceiverThatStoodStillWritesNoCopiesBack(t *testing.T) {
-	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
-	want := initialValues()
-	nw.drop = func(s sentMsg) bool { return s.m.GetHandoffAck() != nil && s.to == "b" }
-	f := nw.joinAcknowledged(t, "f", "b", 1500)
-	nw.pause("f")
-	b := nw.nodes["b"]
-	nw.advance(nw.cfg.HandoffLease + time.Second) // b's lease runs out: it gives the join up
-	if b.Busy() {
-		t.Fatal("b did not abort: the case tests nothing")
-	}
-	nw.drop = func(s sentMsg) bool { return s.to == "f" && s.m.GetHandoffAbort() != nil }
-	nw.held = slices.DeleteFunc(nw.held, func(s sentMsg) bool { return s.to == "f" && s.m.GetHandoffAbort() != nil })
-	nw.advance(b.copiesOutFor() + time.Minute)
-	nw.deleteAll(t, want, "d", 1600, 1800)
-	if b.Tombstones() != 0 {
-		t.Fatalf("b keeps %d tombstones: the deletes came inside the window the case is about", b.Tombstones())
-	}
-	nw.resume("f")
-	nw.advance(5 * time.Minute)
-	if f.Stats.WrittenOut == 0 {
-		t.Fatal("f never wrote its copies out: the case tests nothing")
-	}
-	nw.drop = nil
-	nw.advance(time.Minute)
-	nw.checkRing()
-	nw.checkDeleted(t, 1600, 1800)
-	nw.checkAllValues(t, want)
 }
