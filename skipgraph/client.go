@@ -2,6 +2,7 @@ package skipgraph
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -228,12 +229,37 @@ func (n *Node) complete(req *request, r overlay.Result) {
 }
 
 func (n *Node) startRequest(req *request) {
-	if !n.Owns() && n.state != StateLeft && req.via == "" {
+	switch {
+	case n.state == StateJoining && req.via == "":
+		n.awaitJoin(req)
+		return
+	case !n.Owns() && n.state != StateLeft && req.via == "":
 		n.failNow(req, pb.Status_STATUS_ERROR, fmt.Errorf("node %s is %s, not part of the overlay", n.self.ID, n.state))
 		return
 	}
 	n.pending[req.id] = req
 	n.attempt(req)
+}
+
+// awaitJoin holds a client request started while the node is joining — for a migrant, the
+// moment between handing its old range over and taking its new one — until it has joined
+// (startAwaitingJoin), for at most RequestTimeout. Failed at once, as it once was, a read from a
+// node the balancer was moving failed although nothing was wrong (TestLiveBalancing, once in a
+// while on a busy machine).
+func (n *Node) awaitJoin(req *request) {
+	req.deadline = n.env.Now().Add(n.cfg.RequestTimeout)
+	n.awaitingJoin = append(n.awaitingJoin, req)
+	n.env.SetTimer(n.cfg.RequestTimeout, overlay.Timer{Kind: timerRequest, ID: req.id})
+}
+
+// startAwaitingJoin starts the requests held while the node was joining; it runs once the node
+// has joined.
+func (n *Node) startAwaitingJoin() {
+	held := n.awaitingJoin
+	n.awaitingJoin = nil
+	for _, req := range held {
+		n.startRequest(req)
+	}
 }
 
 func (n *Node) attempt(req *request) {
@@ -245,6 +271,12 @@ func (n *Node) attempt(req *request) {
 }
 
 func (n *Node) onRequestTimeout(id uint64) {
+	if i := slices.IndexFunc(n.awaitingJoin, func(r *request) bool { return r.id == id }); i >= 0 {
+		req := n.awaitingJoin[i]
+		n.awaitingJoin = slices.Delete(n.awaitingJoin, i, i+1)
+		n.failNow(req, pb.Status_STATUS_ERROR, fmt.Errorf("node %s did not join the overlay within %s", n.self.ID, n.cfg.RequestTimeout))
+		return
+	}
 	req := n.pending[id]
 	if req == nil || n.env.Now().Before(req.deadline) {
 		return

@@ -372,6 +372,7 @@ func (n *Node) joined(x *inXfer) {
 	// joins that race nearby may each miss the other.
 	n.refreshFrom(1, cause)
 	n.urgent(urgentAfterJoin)
+	n.startAwaitingJoin()
 }
 
 // Leave hands the node's whole range to its level-0 predecessor, unlinks it from every level,

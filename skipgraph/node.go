@@ -125,6 +125,10 @@ type Node struct {
 
 	nextReq uint64
 	pending map[uint64]*request
+	// awaitingJoin are client requests started while the node was joining (a migrant between
+	// its two places, or a node's first join): they start once it has joined, or fail at their
+	// deadline (awaitJoin).
+	awaitingJoin []*request
 
 	senders senderCache
 	obs     Observer

@@ -793,16 +793,41 @@ func TestClientValidation(t *testing.T) {
 			t.Errorf("new node %s: %+v", name, r)
 		}
 	}
-	// So does a node still joining.
+	if len(b.pending) != 0 {
+		t.Fatal("failed requests stay pending")
+	}
+	// A node still joining (a migrant between its places, too) holds them until it has joined,
+	// then serves them; one whose join does not come about fails them at their deadline.
+	a.Put(k(1), []byte("one"))
+	nw.run()
 	c := nw.add("c")
 	if err := c.Join("a", k(9)); err != nil {
 		t.Fatal(err)
 	}
-	if r := nw.envs["c"].result(t, c.Get(k(1))); r.Status != pb.Status_STATUS_ERROR {
-		t.Errorf("joining node get: %+v", r)
+	get := c.Get(k(1))
+	if len(nw.envs["c"].results) != 0 {
+		t.Fatalf("joining node answered at once: %+v", nw.envs["c"].results)
 	}
-	if len(b.pending) != 0 || len(c.pending) != 0 {
-		t.Fatal("failed requests stay pending")
+	nw.run()
+	if r := nw.envs["c"].result(t, get); r.Status != pb.Status_STATUS_OK || string(r.Value) != "one" {
+		t.Errorf("get through a node that was joining: %+v", r)
+	}
+	d := nw.add("d")
+	nw.crash("a")
+	if err := d.Join("a", k(5)); err != nil {
+		t.Fatal(err)
+	}
+	get = d.Get(k(1))
+	nw.advance(nw.cfg.RequestTimeout - time.Second)
+	if len(nw.envs["d"].results) != 0 {
+		t.Fatalf("a joining node failed its request before the deadline: %+v", nw.envs["d"].results)
+	}
+	nw.advance(time.Second)
+	if r := nw.envs["d"].result(t, get); r.Status != pb.Status_STATUS_ERROR || !strings.Contains(r.Err, "did not join") {
+		t.Errorf("get through a node whose join never came about: %+v", r)
+	}
+	if len(c.pending) != 0 || len(d.pending) != 0 || len(d.awaitingJoin) != 0 {
+		t.Fatal("requests stay pending")
 	}
 }
 
