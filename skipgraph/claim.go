@@ -245,7 +245,7 @@ func (n *Node) pushStrays() {
 	if r.Start == r.End {
 		return // the whole circle is this node's
 	}
-	if items := n.writeOutCopies(overlay.Range{Start: r.End, End: r.Start}, "", 0, "stray copies"); items > 0 {
+	if items := n.writeOutCopies(overlay.Range{Start: r.End, End: r.Start}, "", handoffCopies{}, "stray copies"); items > 0 {
 		n.env.Report(overlay.Event{Kind: overlay.EventConflict, Items: items,
 			Detail: fmt.Sprintf("%d copies held outside the range after a failed write to their owners; written again", items)})
 	}

@@ -305,7 +305,7 @@ func (n *Node) writeOutTakenMeanwhile(r overlay.Range, x *outXfer) {
 	if x.kind == pb.HandoffKind_HANDOFF_LEAVE {
 		via = x.to.ID
 	}
-	if items := n.writeOutCopies(r, via, 0, "items of a part taken over during a handoff"); items > 0 {
+	if items := n.writeOutCopies(r, via, handoffCopies{}, "items of a part taken over during a handoff"); items > 0 {
 		n.env.Report(overlay.Event{Kind: overlay.EventConflict, Range: r, Items: items,
 			Detail: fmt.Sprintf("%d items of a part taken over while a piece was handed on written to its new owner", items)})
 	}
@@ -341,7 +341,7 @@ func (n *Node) onOutTimer(id uint64) {
 			// written since wins); kept here, it was a copy outside this node's range that no
 			// read would ever find.
 			delete(n.committing, id)
-			n.writeOut(x.piece, x.to.ID, "", x.id, "receiver never confirmed the commit; the piece's items held here written to its owner")
+			n.writeOut(x.piece, x.to.ID, "", x.copiesOf(), "receiver never confirmed the commit; the piece's items held here written to its owner")
 			if x.onDone != nil {
 				x.onDone()
 			}
@@ -806,7 +806,7 @@ func (n *Node) writeOutIn(x *inXfer, why string) {
 	n.in = nil
 	n.Stats.Aborts++
 	n.disown(x)
-	n.writeOut(x.piece, x.from.ID, "", x.id, why)
+	n.writeOut(x.piece, x.from.ID, "", x.copiesOf(), why)
 	n.releaseHeld()
 }
 
@@ -832,7 +832,7 @@ func (n *Node) writeOutJoin(x *inXfer) {
 			Detail: "giver never confirmed an acknowledged join and named no other node; piece discarded"})
 		n.dropReceived(x)
 	} else {
-		n.writeOut(x.piece, x.from.ID, via, x.id, "giver never confirmed an acknowledged join; the piece's items written to its owner through "+string(via))
+		n.writeOut(x.piece, x.from.ID, via, x.copiesOf(), "giver never confirmed an acknowledged join; the piece's items written to its owner through "+string(via))
 	}
 	n.retryJoinLater()
 	n.releaseHeld()
@@ -841,21 +841,61 @@ func (n *Node) writeOutJoin(x *inXfer) {
 // writeOut gives up the copies this node holds in piece, a handoff's that the other side, peer,
 // never settled as far as this node knows: they go to whoever owns them now as writes that leave
 // what the owner holds (a value written since wins), through via when this node is outside the
-// ring, and are dropped once stored (pushCopies). They name handoff xfer (0: none), so that
-// peer, if it settled it after all, stores none of them (settledXfer). The conflict event says
-// why.
-func (n *Node) writeOut(piece overlay.Range, peer, via overlay.NodeID, xfer uint64, why string) {
-	items := n.writeOutCopies(piece, via, xfer, "unsettled handoff")
+// ring, and are dropped once stored (pushCopies). Those the handoff carried name it (of), so
+// that peer, if it settled it after all, stores none of them (settledXfer). The conflict event
+// says why.
+func (n *Node) writeOut(piece overlay.Range, peer, via overlay.NodeID, of handoffCopies, why string) {
+	items := n.writeOutCopies(piece, via, of, "unsettled handoff")
 	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: peer, Range: piece, Items: items, Detail: why})
+}
+
+// handoffCopies names a handoff (xfer; 0: none) and the keys it carried: of the copies written
+// out, only those came with it, and only those are its copies. Others in its piece came from
+// elsewhere (a joiner back at its former place, copies a failed write left to be written again)
+// and may be the only ones.
+type handoffCopies struct {
+	xfer uint64
+	keys map[overlay.Key]bool
+}
+
+// copiesOf names this handoff and the keys its chunks carried.
+func (x *outXfer) copiesOf() handoffCopies {
+	of := handoffCopies{xfer: x.id, keys: map[overlay.Key]bool{}}
+	for _, h := range x.chunks {
+		for _, it := range h.Items {
+			of.keys[overlay.Key(it.Key)] = true
+		}
+	}
+	return of
+}
+
+// copiesOf names this handoff and the keys its applied chunks brought.
+func (x *inXfer) copiesOf() handoffCopies {
+	of := handoffCopies{xfer: x.id, keys: map[overlay.Key]bool{}}
+	for _, k := range x.received {
+		of.keys[k] = true
+	}
+	return of
 }
 
 // writeOutCopies writes the copies this node holds in r, and is not responsible for, to their
 // owners as writes that leave what those hold, through via when this node is outside the ring,
-// naming the handoff they are copies of (xfer; 0: none) (pushCopies); it returns how many.
-func (n *Node) writeOutCopies(r overlay.Range, via overlay.NodeID, xfer uint64, why string) int {
+// those handoff of carried naming it (pushCopies); it returns how many.
+func (n *Node) writeOutCopies(r overlay.Range, via overlay.NodeID, of handoffCopies, why string) int {
 	items := n.copiesIn(r)
-	if len(items) > 0 {
-		n.pushCopies(items, true, xfer, via, why)
+	var carried, others []overlay.Item
+	for _, it := range items {
+		if of.keys[it.Key] {
+			carried = append(carried, it)
+		} else {
+			others = append(others, it)
+		}
+	}
+	if len(carried) > 0 {
+		n.pushCopies(carried, true, of.xfer, via, why)
+	}
+	if len(others) > 0 {
+		n.pushCopies(others, true, 0, via, why)
 	}
 	return len(items)
 }

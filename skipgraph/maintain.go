@@ -878,7 +878,7 @@ func (n *Node) linksFailed(id overlay.NodeID, keep uint64) {
 			// and the copies beyond its new end go to their owners, leaving what those hold.
 			// Kept, they stayed here outside the range, the only copies (a random case of
 			// TestPartitionProperties).
-			n.writeOutCopies(overlay.Range{Start: n.end(), End: oldEnd}, "", 0, "range shrunk to a live node inside it")
+			n.writeOutCopies(overlay.Range{Start: n.end(), End: oldEnd}, "", handoffCopies{}, "range shrunk to a live node inside it")
 		default:
 			lost := overlay.Range{Start: oldEnd, End: n.end()}
 			items := 0

@@ -290,7 +290,7 @@ func (n *Node) joinAgain(intro []overlay.NodeID, why string) {
 	n.unconfirmedSince = time.Time{}
 	n.becomeNew()
 	// Once it owns nothing, every item it holds is a copy to write out (copiesIn).
-	n.writeOut(whole, pred, intro[0], 0, why+"; joining again, its items written to their owners through "+string(intro[0]))
+	n.writeOut(whole, pred, intro[0], handoffCopies{}, why+"; joining again, its items written to their owners through "+string(intro[0]))
 	n.join = joinState{}
 	if err := n.Join(intro[0], position, intro[1:]...); err != nil {
 		n.env.Logger().Warn("could not join again", zap.Error(err))
@@ -329,7 +329,7 @@ func (n *Node) endWait() {
 	// left here to be written again (a re-admission's, while this node waited: found by
 	// TestPartitionProperties).
 	if r := n.Range(); !r.IsFull() {
-		n.writeOutCopies(overlay.Range{Start: r.End, End: r.Start}, "", 0, "copies outside the range once confirmed")
+		n.writeOutCopies(overlay.Range{Start: r.End, End: r.Start}, "", handoffCopies{}, "copies outside the range once confirmed")
 	}
 	slices.SortStableFunc(n.held, func(a, b *pb.Envelope) int {
 		return cmp.Compare(batchFirst(a), batchFirst(b))
