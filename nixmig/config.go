@@ -3,6 +3,7 @@ package nixmig
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -41,7 +42,7 @@ func ParseAlgorithm(s string) (Algorithm, error) {
 			return Algorithm(i), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown algorithm %q (want one of none, nixmig, nix, mig, ib, threshold)", s)
+	return 0, fmt.Errorf("unknown algorithm %q (want one of %s)", s, strings.Join(algorithmNames[:], ", "))
 }
 
 // Placement is how SmartRNP picks the side of the target a migrant joins (SPEC §7.2).
@@ -237,10 +238,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("unknown placement %d", c.Placement)
 	case !(c.IBEpsilon > 0 && c.IBEpsilon < 1):
 		return fmt.Errorf("IB epsilon must lie in (0, 1), got %v", c.IBEpsilon)
-	case !(c.ThresholdDelta > 1 && c.ThresholdDelta <= 16):
-		return fmt.Errorf("threshold delta must lie in (1, 16], got %v", c.ThresholdDelta)
-	case c.ThresholdSamples < 0 || c.ThresholdSamples > maxThresholdSamples:
-		return fmt.Errorf("threshold samples must lie in [0, %d], got %d", maxThresholdSamples, c.ThresholdSamples)
+	case !(c.ThresholdDelta > 1 && c.ThresholdDelta <= MaxThresholdDelta):
+		return fmt.Errorf("threshold delta must lie in (1, %d], got %v", MaxThresholdDelta, c.ThresholdDelta)
+	case c.ThresholdSamples < 0 || c.ThresholdSamples > MaxThresholdSamples:
+		return fmt.Errorf("threshold samples must lie in [0, %d], got %d", MaxThresholdSamples, c.ThresholdSamples)
 	}
 	return nil
 }

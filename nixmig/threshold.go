@@ -35,8 +35,10 @@ import (
 const (
 	// lowestThreshold is the level of the lowest threshold, relative to thres (T_0 = thres).
 	lowestThreshold = -4
-	// maxThresholdSamples bounds Config.ThresholdSamples.
-	maxThresholdSamples = 64
+	// MaxThresholdSamples and MaxThresholdDelta bound Config.ThresholdSamples and
+	// Config.ThresholdDelta.
+	MaxThresholdSamples = 64
+	MaxThresholdDelta   = 16
 	// maxThresholdDoublings bounds the doubling of the wait before sampling again at one level.
 	maxThresholdDoublings = 4
 	// highestLevel bounds the levels (a load past thres·δ^64 counts as that level).

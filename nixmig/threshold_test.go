@@ -41,7 +41,7 @@ func TestThresholdConfigRefused(t *testing.T) {
 	for _, c := range []struct {
 		delta   float64
 		samples int
-	}{{1, 4}, {0.5, 4}, {math.NaN(), 4}, {17, 4}, {2, -1}, {2, maxThresholdSamples + 1}} {
+	}{{1, 4}, {0.5, 4}, {math.NaN(), 4}, {17, 4}, {2, -1}, {2, MaxThresholdSamples + 1}} {
 		cfg := DefaultConfig()
 		cfg.Algorithm = Threshold
 		cfg.ThresholdDelta, cfg.ThresholdSamples = c.delta, c.samples

@@ -329,10 +329,10 @@ func (f *balanceFlags) validate() error {
 	switch {
 	case f.ttl < 1 || f.ttl > nixmig.MaxTTL:
 		return badUsage("--ttl must lie in [1, %d] (got %d)", nixmig.MaxTTL, f.ttl)
-	case !(f.delta > 1 && f.delta <= 16):
-		return badUsage("--delta must lie in (1, 16] (got %g)", f.delta)
-	case f.samples < 0 || f.samples > 64:
-		return badUsage("--samples must lie in [0, 64] (got %d)", f.samples)
+	case !(f.delta > 1 && f.delta <= nixmig.MaxThresholdDelta):
+		return badUsage("--delta must lie in (1, %d] (got %g)", nixmig.MaxThresholdDelta, f.delta)
+	case f.samples < 0 || f.samples > nixmig.MaxThresholdSamples:
+		return badUsage("--samples must lie in [0, %d] (got %d)", nixmig.MaxThresholdSamples, f.samples)
 	case f.buckets < 1:
 		return badUsage("--buckets must be at least 1 (got %d)", f.buckets)
 	case f.rangeKeys < 1:
