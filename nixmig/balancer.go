@@ -27,6 +27,7 @@ const (
 type Stats struct {
 	WavesStarted, WavesOK, WavesFailed int
 	SettlingWaves                      int // waves started by a node at the line (atLine)
+	WavesOutOfReach                    int // waves that ended out of reach (WaveDone.out_of_reach; counted at the initiator)
 	LockRefusals                       int // lock requests this node refused
 	NIX, MIG                           int // NIX handoffs given, migrations done (counted at the end node)
 	SplitLeaves                        int // migrations whose range went to both neighbours (counted at the migrant)
@@ -103,6 +104,9 @@ type endState struct {
 	done    int           // migrants that reported their end
 	below   bool
 	migs    int
+	// outOfReach: the wave ended here because it reserved all its ttl allows, this node still
+	// over keep (WaveDone.out_of_reach).
+	outOfReach bool
 }
 
 // migrating is a migration this node is carrying out for a wave.
@@ -152,6 +156,9 @@ type Balancer struct {
 	// noMigrants, by pb.Side: the last wave this node started or ended that way brought no
 	// migrants (shiftablePiece).
 	noMigrants [3]bool
+	// outOfReach, by pb.Side: how many waves in a row this node started that way ran out of
+	// reach (waveTTL).
+	outOfReach [3]int
 	sides      [3]sideStat // lock requests received, by the side they came from
 	unl        hintCache
 	ib         ibState

@@ -62,9 +62,16 @@ const (
 type Config struct {
 	Algorithm Algorithm
 	// Thres: the node is overloaded when its load exceeds it. OverThres: above it only the
-	// share A of the excess moves in one NIX. TTL: most nodes a local wave reserves.
+	// share A of the excess moves in one NIX. TTL: most nodes a local wave reserves — where
+	// waves grow (TTLMax), the ttl a node's waves start with.
 	Thres, OverThres, A float64
 	TTL                 int
+	// TTLMax: the largest ttl a node's waves grow to. Each wave that ran out of reach — it
+	// reserved all its ttl allows, its last node still over keep — doubles the ttl of the
+	// node's next wave that way, up to TTLMax; each that ended within reach halves it again,
+	// down to TTL (our rule: JOURNAL.md, "A wave's reach grows where it runs out"). At or under
+	// TTL (0, say): a fixed ttl, the thesis's rule (which ran ttl 5).
+	TTLMax int
 	// Headroom is the share of Thres the nodes of a wave try to keep free: a node that would
 	// end the NIX chain above Keep = (1−Headroom)·Thres passes the excess on if the wave can
 	// go on, and every NIX moves a node down to Keep. A wave still ends at a node that stays at
@@ -160,7 +167,8 @@ func DefaultConfig() Config {
 		Thres:             60,
 		OverThres:         400,
 		A:                 0.5,
-		TTL:               5,
+		TTL:               3,
+		TTLMax:            12,
 		Headroom:          0.05,
 		Settle:            true,
 		Window:            700 * time.Second,
@@ -190,16 +198,21 @@ func (c Config) AckTimeout() time.Duration { return 3 * c.HopTime }
 // all — and never less than Lease, which also covers the remote wave's probes and candidates.
 // A fixed lease made waves longer than ttl 5 lose their first members' locks before the NIX
 // chain reached them (at ttl 10 the 5% pulse took twice as long with 40 s as with 80 s).
+// Every lease is sized for the longest wave a node may start (TTLMax): one lease for every lock
+// keeps the bounds of MaxLeaseFactor simple.
 func (c Config) LockLease() time.Duration {
-	return max(c.Lease, time.Duration(8*c.TTL)*c.HopTime)
+	return max(c.Lease, time.Duration(8*c.maxTTL())*c.HopTime)
 }
+
+// maxTTL is the longest ttl a wave may have.
+func (c Config) maxTTL() int { return max(c.TTL, c.TTLMax) }
 
 // Faithful returns c with the thesis's literal rules wherever ours differ: no headroom, waves
 // planned with bare excesses, its exNodes and migrant-share formulas, an exam that ends at the
 // first candidate M that accepts, a NIX phase that follows the exam and runs one member after
 // another, any light node a migrant whatever it stores and leaving its whole range to M.
 func (c Config) Faithful() Config {
-	c.Headroom, c.Settle = 0, false
+	c.Headroom, c.Settle, c.TTLMax = 0, false, 0
 	c.FaithfulMoved, c.FaithfulExNodes, c.FaithfulMigShare, c.FaithfulRemote = true, true, true, true
 	c.FaithfulPhases, c.FaithfulMigrants, c.FaithfulChain = true, true, true
 	return c
@@ -228,6 +241,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("headroom must lie in [0, 1), got %v", c.Headroom)
 	case c.TTL < 1 || c.TTL > MaxTTL:
 		return fmt.Errorf("ttl must lie in [1, %d], got %d", MaxTTL, c.TTL)
+	case c.TTLMax < 0 || c.TTLMax > MaxTTL:
+		return fmt.Errorf("the largest ttl must lie in [0, %d], got %d", MaxTTL, c.TTLMax)
 	case c.Window <= 0 || c.Slots < 1 || c.Window/time.Duration(c.Slots) <= 0:
 		return fmt.Errorf("load window %v with %d slots is unusable", c.Window, c.Slots)
 	case c.CheckInterval <= 0 || c.Lease <= 0 || c.HopTime <= 0 || c.IBInterval <= 0 || c.DirectionHalfLife <= 0:

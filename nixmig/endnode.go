@@ -21,8 +21,8 @@ import (
 // runs (the two involve different nodes, and the migrants take their pieces only once both are
 // over); FaithfulPhases starts the chain after the remote wave instead. giveFirst: every member
 // before this node can give its piece from its own keys, so the chain can be shifted.
-func (b *Balancer) beginEnd(wave uint64, dir pb.Side, chain []overlay.Peer, tmpL float64, ex int, giveFirst bool) {
-	e := &endState{wave: wave, dir: dir, chain: chain, tmpL: tmpL, exNodes: min(ex, maxChain-1), probes: b.cfg.MaxProbes}
+func (b *Balancer) beginEnd(wave uint64, dir pb.Side, chain []overlay.Peer, tmpL float64, ex int, giveFirst, outOfReach bool) {
+	e := &endState{wave: wave, dir: dir, chain: chain, tmpL: tmpL, exNodes: min(ex, maxChain-1), probes: b.cfg.MaxProbes, outOfReach: outOfReach}
 	e.shift = giveFirst && !b.cfg.FaithfulChain && len(chain) > 2
 	b.end = e
 	b.renew(wave, b.cfg.LockLease())
@@ -761,7 +761,7 @@ func (b *Balancer) finishEnd(e *endState, ok bool) {
 		// way sends it on in shiftable pieces (shiftablePiece).
 		b.noMigrants[e.dir] = true
 	}
-	b.send(e.chain[0].ID, e.wave, &pb.WaveDone{Ok: ok, Dir: e.dir, Migrations: uint32(e.migs)})
+	b.send(e.chain[0].ID, e.wave, &pb.WaveDone{Ok: ok, Dir: e.dir, Migrations: uint32(e.migs), OutOfReach: e.outOfReach})
 }
 
 // abortEnd gives up a wave at its end node: everyone still reserved goes free.

@@ -90,7 +90,7 @@ func endNode(t *testing.T, cfg Config) (*recordingEnv, *Balancer) {
 func TestEndNodeAsksNextCandidateWhenMGivesNoMigrant(t *testing.T) {
 	const wave = 7
 	env, b := endNode(t, DefaultConfig())
-	b.beginEnd(wave, pb.Side_SIDE_SUCC, []overlay.Peer{b.sg.Self()}, 160, 3, false)
+	b.beginEnd(wave, pb.Side_SIDE_SUCC, []overlay.Peer{b.sg.Self()}, 160, 3, false, false)
 	if locks, _ := env.balanceOps(); len(locks) != 1 || locks[0] != "light" {
 		t.Fatalf("first remote locks %v, want the least loaded hint, light", locks)
 	}
@@ -110,7 +110,7 @@ func TestEndNodeAsksNextCandidateWhenMGivesNoMigrant(t *testing.T) {
 	faithful := DefaultConfig()
 	faithful.FaithfulRemote = true
 	env2, b2 := endNode(t, faithful)
-	b2.beginEnd(wave, pb.Side_SIDE_SUCC, []overlay.Peer{b2.sg.Self()}, 160, 3, false)
+	b2.beginEnd(wave, pb.Side_SIDE_SUCC, []overlay.Peer{b2.sg.Self()}, 160, 3, false, false)
 	b2.onRemoteReply(wave, &pb.RemoteReply{M: &pb.NodeRef{Id: []byte("light"), Start: []byte("k1")}})
 	if locks, _ := env2.balanceOps(); len(locks) != 1 {
 		t.Errorf("faithful: remote locks %v, want light only", locks)
@@ -139,7 +139,7 @@ func TestEndNodeRunsNIXChainAlongsideRemoteWave(t *testing.T) {
 	p := overlay.Peer{ID: "p", Start: "k0"} // the initiator, this end node's neighbour
 	env, b := endNode(t, DefaultConfig())
 	chain := []overlay.Peer{p, b.sg.Self()}
-	b.beginEnd(wave, pb.Side_SIDE_SUCC, chain, 160, 3, false)
+	b.beginEnd(wave, pb.Side_SIDE_SUCC, chain, 160, 3, false, false)
 	if locks, _ := env.balanceOps(); len(locks) != 1 || env.count(isNixTurn) != 1 {
 		t.Fatalf("after the exam: remote locks %v, NIX turns %d; want one of each", locks, env.count(isNixTurn))
 	}
@@ -157,7 +157,7 @@ func TestEndNodeRunsNIXChainAlongsideRemoteWave(t *testing.T) {
 	faithful := DefaultConfig()
 	faithful.FaithfulPhases = true
 	env2, b2 := endNode(t, faithful)
-	b2.beginEnd(wave, pb.Side_SIDE_SUCC, []overlay.Peer{p, b2.sg.Self()}, 160, 3, false)
+	b2.beginEnd(wave, pb.Side_SIDE_SUCC, []overlay.Peer{p, b2.sg.Self()}, 160, 3, false, false)
 	if env2.count(isNixTurn) != 0 {
 		t.Fatal("FaithfulPhases: the NIX chain started during the remote wave")
 	}

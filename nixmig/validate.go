@@ -86,6 +86,9 @@ func Validate(m *pb.Balance) error {
 		if len(r.Chain) == 0 {
 			return errors.New("lock request without chain")
 		}
+		if r.Ttl > MaxTTL {
+			return fmt.Errorf("lock request with ttl %d over the limit of %d", r.Ttl, MaxTTL)
+		}
 		return errors.Join(side(r.Dir), refs(r.Chain), finite(r.TmpLoad, r.Moved))
 	case *pb.Balance_NixTurn:
 		t := op.NixTurn

@@ -24,6 +24,7 @@ func TestValidateRejectsBadMessages(t *testing.T) {
 		"lock no side":            {Wave: 1, Op: &pb.Balance_Lock{Lock: &pb.LockRequest{Chain: []*pb.NodeRef{ref("a")}}}},
 		"lock NaN load":           {Wave: 1, Op: &pb.Balance_Lock{Lock: &pb.LockRequest{Dir: pb.Side_SIDE_PRED, Chain: []*pb.NodeRef{ref("a")}, TmpLoad: math.NaN()}}},
 		"lock negative move":      {Wave: 1, Op: &pb.Balance_Lock{Lock: &pb.LockRequest{Dir: pb.Side_SIDE_PRED, Chain: []*pb.NodeRef{ref("a")}, Moved: -1}}},
+		"lock ttl over max":       {Wave: 1, Op: &pb.Balance_Lock{Lock: &pb.LockRequest{Dir: pb.Side_SIDE_PRED, Chain: []*pb.NodeRef{ref("a")}, Ttl: MaxTTL + 1}}},
 		"lock long chain":         {Wave: 1, Op: &pb.Balance_Lock{Lock: &pb.LockRequest{Dir: pb.Side_SIDE_PRED, Chain: long}}},
 		"lock empty ref":          {Wave: 1, Op: &pb.Balance_Lock{Lock: &pb.LockRequest{Dir: pb.Side_SIDE_PRED, Chain: []*pb.NodeRef{{}}}}},
 		"turn out of chain":       {Wave: 1, Op: &pb.Balance_NixTurn{NixTurn: &pb.NixTurn{Dir: pb.Side_SIDE_SUCC, Chain: []*pb.NodeRef{ref("a")}, Index: 1}}},
@@ -203,20 +204,24 @@ func TestCutPieces(t *testing.T) {
 func TestLockLease(t *testing.T) {
 	// SPEC §3: 4·ttl hop times for locking plus the chain's transfers (8·ttl in all), never less
 	// than Lease.
+	// A node whose waves grow sizes its leases for the longest (TTLMax).
 	for _, c := range []struct {
-		ttl        int
-		hop, lease time.Duration
-		want       time.Duration
+		ttl, ttlMax int
+		hop, lease  time.Duration
+		want        time.Duration
 	}{
-		{5, time.Second, 40 * time.Second, 40 * time.Second},
-		{10, time.Second, 40 * time.Second, 80 * time.Second},
-		{1, time.Second, 40 * time.Second, 40 * time.Second},
-		{5, 50 * time.Millisecond, 10 * time.Second, 10 * time.Second},
+		{5, 0, time.Second, 40 * time.Second, 40 * time.Second},
+		{10, 0, time.Second, 40 * time.Second, 80 * time.Second},
+		{1, 0, time.Second, 40 * time.Second, 40 * time.Second},
+		{3, 12, time.Second, 40 * time.Second, 96 * time.Second},
+		{3, 3, time.Second, 40 * time.Second, 40 * time.Second},
+		{5, 0, 50 * time.Millisecond, 10 * time.Second, 10 * time.Second},
+		{3, 12, 50 * time.Millisecond, 4 * time.Second, 4800 * time.Millisecond},
 	} {
 		cfg := DefaultConfig()
-		cfg.TTL, cfg.HopTime, cfg.Lease = c.ttl, c.hop, c.lease
+		cfg.TTL, cfg.TTLMax, cfg.HopTime, cfg.Lease = c.ttl, c.ttlMax, c.hop, c.lease
 		if got := cfg.LockLease(); got != c.want {
-			t.Errorf("ttl %d, hop %v, lease %v: LockLease = %v, want %v", c.ttl, c.hop, c.lease, got, c.want)
+			t.Errorf("ttl %d (largest %d), hop %v, lease %v: LockLease = %v, want %v", c.ttl, c.ttlMax, c.hop, c.lease, got, c.want)
 		}
 	}
 }

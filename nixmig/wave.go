@@ -164,7 +164,7 @@ func (b *Balancer) startWave(dir pb.Side, l float64, settle bool) {
 	b.lock.dir, b.lock.chain, b.lock.tmpL, b.lock.settle = dir, []overlay.Peer{self}, l, settle
 	if b.cfg.Algorithm == MIGOnly {
 		// No local wave: the initiator is its own end node, its remote wave sized from its load.
-		b.beginEnd(wave, dir, []overlay.Peer{self}, l, b.exNodes(l), false)
+		b.beginEnd(wave, dir, []overlay.Peer{self}, l, b.exNodes(l), false, false)
 		return
 	}
 	next := b.neighbour(dir)
@@ -178,7 +178,20 @@ func (b *Balancer) startWave(dir pb.Side, l float64, settle bool) {
 		b.lock.pieceCap = c
 	}
 	b.send(next.ID, wave, &pb.LockRequest{Dir: dir, Chain: []*pb.NodeRef{self.ToPB()}, TmpLoad: l, Moved: piece, GiveFirst: own,
-		EndBeforeOverloaded: !settle && b.endsBeforeOverloaded(l), Settle: settle})
+		EndBeforeOverloaded: !settle && b.endsBeforeOverloaded(l), Settle: settle, Ttl: uint32(b.waveTTL(dir, settle))})
+}
+
+// waveTTL is the ttl of the next wave this node starts towards dir: Config.TTL, doubled for
+// each wave that way that ran out of reach (WaveDone.out_of_reach), at most Config.TTLMax, and
+// halved again for each that ended within reach. A lump in a packed region — the narrowest pulses' — must be carried far to
+// the few nodes with room, and a short wave only reserves packed nodes; elsewhere a short wave
+// reserves fewer nodes and its NIX chain carries a lump through fewer of them (JOURNAL.md,
+// "A wave's reach grows where it runs out"). Settling waves keep TTL.
+func (b *Balancer) waveTTL(dir pb.Side, settle bool) int {
+	if settle {
+		return b.cfg.TTL
+	}
+	return min(b.cfg.TTL<<b.outOfReach[dir], b.cfg.maxTTL())
 }
 
 // initiatedHorizon bounds how long a wave can run: its end node renews its lease once for each
@@ -232,6 +245,14 @@ func (b *Balancer) onWaveDone(wave uint64, d *pb.WaveDone) {
 	}
 	b.noMigrants[w.dir] = d.Migrations == 0
 	b.backoff[w.dir] = backoffState{}
+	if d.OutOfReach {
+		b.Stats.WavesOutOfReach++
+		if b.waveTTL(w.dir, false) < b.cfg.maxTTL() {
+			b.outOfReach[w.dir]++
+		}
+	} else if b.outOfReach[w.dir] > 0 {
+		b.outOfReach[w.dir]--
+	}
 }
 
 // moved is what a NIX from a node with load l moves on (SPEC §6.1), keep being the load the node
@@ -385,23 +406,29 @@ func (b *Balancer) onLockRequest(from overlay.Peer, wave uint64, r *pb.LockReque
 	}
 	tmpL := l + r.Moved
 	ex := b.exNodes(tmpL)
+	ttl := b.cfg.TTL
+	if r.Ttl != 0 {
+		ttl = int(r.Ttl)
+	}
 	chain := append(overlay.PeersFromPB(r.Chain), self)
 	b.lockFor(wave, roleChain, b.cfg.LockLease())
 	b.lock.dir, b.lock.chain, b.lock.tmpL, b.lock.exNodes = r.Dir, chain, tmpL, ex
 	b.lock.movedIn, b.lock.giveFirst, b.lock.settle = r.Moved, r.GiveFirst, r.Settle
 	next := b.neighbour(r.Dir)
-	if tmpL > b.keepAt(l) && ex <= b.cfg.TTL && !next.IsZero() && next.ID != self.ID && next.ID != chain[0].ID {
+	outOfReach := false
+	if tmpL > b.keepAt(l) && ex <= ttl && !next.IsZero() && next.ID != self.ID && next.ID != chain[0].ID {
 		piece, own := b.plannedPiece(r.Dir, tmpL)
 		giveFirst := r.GiveFirst && own
-		reach := b.cfg.TTL // a settling wave never reaches further: fewer locks held, for less time
+		reach := ttl // a settling wave never reaches further: fewer locks held, for less time
 		if giveFirst && !b.cfg.FaithfulChain && !r.Settle {
-			reach = min(shiftReach*b.cfg.TTL, maxChain-1)
+			reach = min(shiftReach*ttl, maxChain-1)
 		}
 		if reserved := len(chain) - 1; reserved < reach {
 			b.send(next.ID, wave, &pb.LockRequest{Dir: r.Dir, Chain: overlay.PeersToPB(chain), TmpLoad: tmpL, Moved: piece, GiveFirst: giveFirst,
-				EndBeforeOverloaded: r.EndBeforeOverloaded, Settle: r.Settle})
+				EndBeforeOverloaded: r.EndBeforeOverloaded, Settle: r.Settle, Ttl: r.Ttl})
 			return
 		}
+		outOfReach = true
 	}
 	if r.Settle {
 		if tmpL > b.keepAt(l) {
@@ -410,7 +437,7 @@ func (b *Balancer) onLockRequest(from overlay.Peer, wave uint64, r *pb.LockReque
 		}
 		ex = 0 // a settling wave never seeks migrants
 	}
-	b.beginEnd(wave, r.Dir, chain, tmpL, ex, r.GiveFirst)
+	b.beginEnd(wave, r.Dir, chain, tmpL, ex, r.GiveFirst, outOfReach)
 }
 
 // settleFailed ends a settling wave that found no room within its reach, at its last reserved
@@ -447,13 +474,13 @@ func (b *Balancer) onLockRefused(wave uint64, r *pb.LockRefused) {
 		if r.Overloaded {
 			// The initiator's neighbour is overloaded too: the initiator seeks migrants for its
 			// own excess, as its own end node.
-			b.beginEnd(wave, b.lock.dir, b.lock.chain, b.lock.tmpL, b.exNodes(b.lock.tmpL), false)
+			b.beginEnd(wave, b.lock.dir, b.lock.chain, b.lock.tmpL, b.exNodes(b.lock.tmpL), false, false)
 			return
 		}
 		b.waveFailed(wave, b.initiated[wave]) // nothing reserved: the initiator backs off
 		return
 	}
-	b.beginEnd(wave, b.lock.dir, b.lock.chain, b.lock.tmpL, b.lock.exNodes, b.lock.giveFirst)
+	b.beginEnd(wave, b.lock.dir, b.lock.chain, b.lock.tmpL, b.lock.exNodes, b.lock.giveFirst, false)
 }
 
 func (b *Balancer) onRelease(wave uint64, r *pb.Release) {

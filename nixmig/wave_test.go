@@ -1,6 +1,7 @@
 package nixmig
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -243,6 +244,70 @@ func TestHeadroomOnlyWhereKeysAreLight(t *testing.T) {
 		}
 		if got := b.atLine(59.5); got != c.lineAt595 {
 			t.Errorf("%s: at the line at 59.5 %v, want %v", c.name, got, c.lineAt595)
+		}
+	}
+}
+
+// TestWaveTTLGrowsWhereWavesRunOutOfReach: each wave a node started that way and that ran out
+// of reach doubles the ttl of its next wave that way, up to TTLMax; one that ended within reach
+// halves it again (from where it stands: waves out of reach beyond TTLMax are not stored up). The other side, settling waves and a fixed ttl (TTLMax 0) keep TTL.
+func TestWaveTTLGrowsWhereWavesRunOutOfReach(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.TTL, cfg.TTLMax = 3, 10
+	_, b := loadedNode(t, "n", cfg, 100)
+	succ, pred := pb.Side_SIDE_SUCC, pb.Side_SIDE_PRED
+	done := func(wave uint64, outOfReach bool) {
+		b.initiated[wave] = initiatedWave{dir: succ}
+		b.onWaveDone(wave, &pb.WaveDone{Ok: true, Dir: succ, Migrations: 1, OutOfReach: outOfReach})
+	}
+	want := func(step string, ttl int) {
+		t.Helper()
+		if got := b.waveTTL(succ, false); got != ttl {
+			t.Errorf("%s: next wave's ttl %d, want %d", step, got, ttl)
+		}
+	}
+	want("at first", 3)
+	done(1, true)
+	want("after one wave out of reach", 6)
+	done(3, true)
+	want("after two", 10)
+	done(5, true)
+	want("after three", 10)
+	if got := b.waveTTL(pred, false); got != 3 {
+		t.Errorf("the other side's ttl %d, want 3", got)
+	}
+	if got := b.waveTTL(succ, true); got != 3 {
+		t.Errorf("a settling wave's ttl %d, want 3", got)
+	}
+	done(7, false)
+	want("after a wave within reach", 6)
+	done(9, false)
+	want("after two within reach", 3)
+	done(11, false)
+	want("after three within reach", 3)
+	if b.Stats.WavesOutOfReach != 3 {
+		t.Errorf("%d waves counted out of reach, want 3", b.Stats.WavesOutOfReach)
+	}
+
+	for _, fixed := range []int{0, 2} {
+		cfg.TTLMax = fixed
+		_, b = loadedNode(t, "n", cfg, 100)
+		done(1, true)
+		want(fmt.Sprintf("largest ttl %d, after a wave out of reach", fixed), 3)
+	}
+}
+
+// TestTTLMaxRefused: a largest ttl over MaxTTL, or negative, is refused; one at or under ttl
+// keeps the ttl fixed.
+func TestTTLMaxRefused(t *testing.T) {
+	for _, c := range []struct {
+		ttl, ttlMax int
+		ok          bool
+	}{{5, 0, true}, {5, 5, true}, {3, 12, true}, {3, MaxTTL, true}, {20, 12, true}, {5, -1, false}, {3, MaxTTL + 1, false}} {
+		cfg := DefaultConfig()
+		cfg.TTL, cfg.TTLMax = c.ttl, c.ttlMax
+		if err := cfg.Validate(); (err == nil) != c.ok {
+			t.Errorf("ttl %d, largest %d: %v, want ok %v", c.ttl, c.ttlMax, err, c.ok)
 		}
 	}
 }

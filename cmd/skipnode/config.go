@@ -104,11 +104,12 @@ func newFlags(fs *flag.FlagSet, o *options) *string {
 	fs.Float64Var(&b.OverThres, "over-thres", b.OverThres, "load above which only the share --a of the excess moves in one exchange")
 	fs.Float64Var(&b.A, "a", b.A, "share of the excess moved per exchange above --over-thres, in (0, 1]")
 	fs.IntVar(&b.TTL, "ttl", b.TTL, "most nodes a local wave reserves, 1 to 63 (a wave whose members can all give first may reserve 4·ttl, at most 63)")
+	fs.IntVar(&b.TTLMax, "ttl-max", b.TTLMax, "the largest ttl a node's waves grow to, doubling from --ttl with each wave that way that ran out of reach (its last node still over keep) and halving with each that did not; 0 to 63, at or under --ttl a fixed ttl")
 	fs.Float64Var(&b.Headroom, "headroom", b.Headroom, "share of --thres the nodes of a balancing wave try to keep free, in [0, 1); a node whose loaded keys carry over twice that each keeps none")
 	fs.DurationVar(&b.Window, "window", b.Window, "load window: load counts the requests served in this sliding window")
 	fs.IntVar(&b.Slots, "slots", b.Slots, "resolution of the load window (slots per window)")
 	fs.DurationVar(&b.CheckInterval, "check-interval", b.CheckInterval, "how often an idle node compares its load with --thres")
-	fs.DurationVar(&b.Lease, "lease", b.Lease, "balancing lock lease (the shortest: waves of ttl nodes get at least 8·ttl hop times)")
+	fs.DurationVar(&b.Lease, "lease", b.Lease, "balancing lock lease (the shortest: every lease is at least 8 hop times for each node the longest wave may reserve, max(--ttl, --ttl-max))")
 	return configFile
 }
 

@@ -231,6 +231,9 @@ func TestValidation(t *testing.T) {
 	mustFail(t, []string{"ttl", "[1, 63]"}, "--ttl", "0")
 	mustFail(t, []string{"ttl", "[1, 63]"}, "--ttl", "64")
 	mustLoad(t, "--ttl", "63")
+	mustFail(t, []string{"largest ttl", "[0, 63]"}, "--ttl-max", "-1")
+	mustFail(t, []string{"largest ttl", "[0, 63]"}, "--ttl-max", "64")
+	mustLoad(t, "--ttl", "3", "--ttl-max", "12")
 	mustFail(t, []string{"tombstone"}, "--tombstone-ttl", "0s")
 	mustFail(t, []string{"tombstone"}, "--max-tombstones", "0")
 	if o := mustLoad(t, "--tombstone-ttl", "72h", "--max-tombstones", "500"); o.node.SkipGraph.TombstoneTTL != 72*time.Hour || o.node.SkipGraph.MaxTombstones != 500 {

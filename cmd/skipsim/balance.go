@@ -93,7 +93,7 @@ type balanceFlags struct {
 	thres, overThres, a, loss, crash float64
 	pause                            float64
 	headroom, delta                  float64
-	ttl, samples                     int
+	ttl, ttlMax, samples             int
 	faithful, asJSON, refuse         bool
 }
 
@@ -104,7 +104,7 @@ func defaultBalanceFlags() balanceFlags {
 		seed:     1, algorithm: "nixmig", work: "pulse", unl: "smart", rnp: "smart",
 		width: 0.10, theta: 2, percent: 10, buckets: workload.DefaultBuckets,
 		rangeKeys: workload.DefaultRangeKeys, prefix: 5, sample: sampleEvery, crashAfter: 20 * time.Second,
-		thres: c.Thres, overThres: c.OverThres, a: c.A, ttl: c.TTL, headroom: c.Headroom,
+		thres: c.Thres, overThres: c.OverThres, a: c.A, ttl: c.TTL, ttlMax: c.TTLMax, headroom: c.Headroom,
 		delta: c.ThresholdDelta, samples: c.ThresholdSamples,
 	}
 }
@@ -129,12 +129,13 @@ func (f *balanceFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.overThres, "over-thres", f.overThres, "above this load only the share --a of the excess moves in one NIX")
 	fs.Float64Var(&f.a, "a", f.a, "share of the excess moved above --over-thres, in (0,1]")
 	fs.IntVar(&f.ttl, "ttl", f.ttl, "most nodes one local wave reserves, 1 to 63 (a wave whose members can all give first may reserve 4·ttl, at most 63)")
+	fs.IntVar(&f.ttlMax, "ttl-max", f.ttlMax, "the largest ttl a node's waves grow to, doubling from --ttl with each wave that way that ran out of reach (its last node still over keep) and halving with each that did not; 0 to 63, at or under --ttl a fixed ttl (the thesis's rule: it ran --ttl 5 --ttl-max 0)")
 	fs.Float64Var(&f.delta, "delta", f.delta, "--algorithm threshold: ratio of successive load thresholds thres·δ^j, in (1,16] (the default, the golden ratio, is the Fibbing algorithm)")
 	fs.IntVar(&f.samples, "samples", f.samples, "--algorithm threshold: random routing-table entries a node probes, besides its two neighbours, for the least loaded node, 0 to 64")
 	fs.StringVar(&f.unl, "unl", f.unl, "underloaded-node location: smart (SmartUNL hint cache, then probes) or random (probes only)")
 	fs.StringVar(&f.rnp, "rnp", f.rnp, "side a migrant joins: smart (SmartRNP), random or adversarial")
 	fs.Float64Var(&f.headroom, "headroom", f.headroom, "share of thres the nodes of a wave try to keep free, in [0,1) (0: the thesis's rule); a node whose loaded keys carry over twice that each keeps none")
-	fs.BoolVar(&f.faithful, "faithful", false, "the thesis's literal rules: no headroom, waves planned with bare excesses, its exNodes and migrant-share formulas, an exam that ends at the first candidate that accepts, a sequential NIX chain after the exam within ttl that carries a lump whole, any light node a migrant whatever it stores, every migrant's whole range left to M")
+	fs.BoolVar(&f.faithful, "faithful", false, "the thesis's literal rules: no headroom, waves planned with bare excesses, its exNodes and migrant-share formulas, an exam that ends at the first candidate that accepts, a sequential NIX chain after the exam within ttl that carries a lump whole, any light node a migrant whatever it stores, every migrant's whole range left to M, waves that never grow past --ttl (the thesis ran --ttl 5)")
 	fs.Float64Var(&f.loss, "loss", 0, "`probability` that a message is lost, in [0,1)")
 	fs.Float64Var(&f.crash, "crash", 0, "`fraction` of the nodes that crash at once, in [0,1)")
 	fs.BoolVar(&f.refuse, "refuse", false, "a message to a crashed node is refused, its sender told so a round trip later, as a dial to a process that died on a live host is under libp2p: a lookup or range query then goes on at once by another link (default: lost without a word, as to a host that vanished)")
@@ -258,7 +259,7 @@ func (f *balanceFlags) params() (sim.BalanceParams, error) {
 	p.Net.Loss, p.Net.Refuse = f.loss, f.refuse
 	b := &p.Net.Node.Balance
 	b.Algorithm, b.SmartUNL, b.Placement = alg, smartUNL, place
-	b.Thres, b.OverThres, b.A, b.TTL = f.thres, f.overThres, f.a, f.ttl
+	b.Thres, b.OverThres, b.A, b.TTL, b.TTLMax = f.thres, f.overThres, f.a, f.ttl, f.ttlMax
 	b.Headroom = f.headroom
 	b.ThresholdDelta, b.ThresholdSamples = f.delta, f.samples
 	if f.faithful {
@@ -329,6 +330,8 @@ func (f *balanceFlags) validate() error {
 	switch {
 	case f.ttl < 1 || f.ttl > nixmig.MaxTTL:
 		return badUsage("--ttl must lie in [1, %d] (got %d)", nixmig.MaxTTL, f.ttl)
+	case f.ttlMax < 0 || f.ttlMax > nixmig.MaxTTL:
+		return badUsage("--ttl-max must lie in [0, %d] (got %d)", nixmig.MaxTTL, f.ttlMax)
 	case !(f.delta > 1 && f.delta <= nixmig.MaxThresholdDelta):
 		return badUsage("--delta must lie in (1, %d] (got %g)", nixmig.MaxThresholdDelta, f.delta)
 	case f.samples < 0 || f.samples > nixmig.MaxThresholdSamples:
@@ -516,7 +519,7 @@ func printBalance(w io.Writer, doc balanceDoc, p sim.BalanceParams) {
 		r.Items, r.LowerBound, per(r.LowerBound), r.PlacementBound, per(r.PlacementBound))
 	fmt.Fprintf(t, "MIG:NIX\t%d:%d = %.2f (%d split leaves)\n", r.MIG, r.NIX, r.MigNix, r.SplitLeaves)
 	fmt.Fprintf(t, "remote search\t%d probes, %d UNL hits, %d of %d remote tries accepted\n", r.Probes, r.UNLHits, r.RemoteOK, r.RemoteTries)
-	fmt.Fprintf(t, "waves\t%d started (%d settling), %d ok, %d failed\n", r.WavesStarted, r.SettlingWaves, r.WavesOK, r.WavesFailed)
+	fmt.Fprintf(t, "waves\t%d started (%d settling), %d ok (%d out of reach), %d failed\n", r.WavesStarted, r.SettlingWaves, r.WavesOK, r.WavesOutOfReach, r.WavesFailed)
 	if r.Numbered > 0 {
 		fmt.Fprintf(t, "acknowledged messages\t%d balancing messages numbered after a loss was seen, %d of them sent again\n", r.Numbered, r.Resent)
 	}

@@ -100,6 +100,8 @@ func TestBalanceBadFlags(t *testing.T) {
 		{"over-thres below thres", []string{"--thres", "60", "--over-thres", "50"}, []string{"--over-thres", "exceed --thres"}},
 		{"ttl zero", []string{"--ttl", "0"}, []string{"--ttl", "[1, 63]", "got 0"}},
 		{"ttl past a message's node list", []string{"--ttl", "64"}, []string{"--ttl", "[1, 63]", "got 64"}},
+		{"largest ttl negative", []string{"--ttl-max", "-1"}, []string{"--ttl-max", "[0, 63]", "got -1"}},
+		{"largest ttl past a message's node list", []string{"--ttl-max", "64"}, []string{"--ttl-max", "[0, 63]", "got 64"}},
 		{"delta one", []string{"--algorithm", "threshold", "--delta", "1"}, []string{"--delta", "(1, 16]", "got 1"}},
 		{"delta NaN", []string{"--delta", "NaN"}, []string{"--delta", "(1, 16]"}},
 		{"samples negative", []string{"--samples", "-1"}, []string{"--samples", "[0, 64]", "got -1"}},

@@ -31,7 +31,9 @@ func grid(e *expEnv) error {
 	for t, ttl := range ttls {
 		for _, over := range overs {
 			p := newParams(e.runFlags, pulse(e.keys, 10))
-			p.Net.Node.Balance.OverThres, p.Net.Node.Balance.TTL = over, int(ttl)
+			// The thesis's fixed ttl: no wave grows past it (nixmig.Config.TTLMax).
+			b := &p.Net.Node.Balance
+			b.OverThres, b.TTL, b.TTLMax = over, int(ttl), 0
 			pts[t] = append(pts[t], e.add(fmt.Sprintf("overThres %g ttl %g", over, ttl), p))
 		}
 	}

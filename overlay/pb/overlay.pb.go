@@ -3205,7 +3205,10 @@ type LockRequest struct {
 	EndBeforeOverloaded bool `protobuf:"varint,9,opt,name=end_before_overloaded,json=endBeforeOverloaded,proto3" json:"end_before_overloaded,omitempty"`
 	// settle: a settling wave from a node at the line (between keep and thres, within half the
 	// headroom of thres): it ends only at a node with room under keep, and fails otherwise.
-	Settle        bool `protobuf:"varint,10,opt,name=settle,proto3" json:"settle,omitempty"`
+	Settle bool `protobuf:"varint,10,opt,name=settle,proto3" json:"settle,omitempty"`
+	// ttl: the wave's ttl, chosen by its initiator (Config.TTLMax: it grows where the node's waves
+	// that way keep running out of reach); 0 from a node that chose none: the receiver's own.
+	Ttl           uint32 `protobuf:"varint,11,opt,name=ttl,proto3" json:"ttl,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3287,6 +3290,13 @@ func (x *LockRequest) GetSettle() bool {
 		return x.Settle
 	}
 	return false
+}
+
+func (x *LockRequest) GetTtl() uint32 {
+	if x != nil {
+		return x.Ttl
+	}
+	return 0
 }
 
 // LockRefused tells the last reserved node that the next one refused: the wave ends there.
@@ -3907,10 +3917,13 @@ func (x *MigDone) GetLeft() bool {
 // WaveDone tells the initiator how its wave ended. (Field 3 once counted the chain's NIXes, which
 // the end node never sees; it was always 0.)
 type WaveDone struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ok            bool                   `protobuf:"varint,1,opt,name=ok,proto3" json:"ok,omitempty"`
-	Dir           Side                   `protobuf:"varint,2,opt,name=dir,proto3,enum=skiprange.overlay.Side" json:"dir,omitempty"`
-	Migrations    uint32                 `protobuf:"varint,4,opt,name=migrations,proto3" json:"migrations,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Ok         bool                   `protobuf:"varint,1,opt,name=ok,proto3" json:"ok,omitempty"`
+	Dir        Side                   `protobuf:"varint,2,opt,name=dir,proto3,enum=skiprange.overlay.Side" json:"dir,omitempty"`
+	Migrations uint32                 `protobuf:"varint,4,opt,name=migrations,proto3" json:"migrations,omitempty"`
+	// out_of_reach: the wave ended because it had reserved as many nodes as its ttl allows, its
+	// last node still over keep; the initiator's next wave that way reaches further.
+	OutOfReach    bool `protobuf:"varint,5,opt,name=out_of_reach,json=outOfReach,proto3" json:"out_of_reach,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3964,6 +3977,13 @@ func (x *WaveDone) GetMigrations() uint32 {
 		return x.Migrations
 	}
 	return 0
+}
+
+func (x *WaveDone) GetOutOfReach() bool {
+	if x != nil {
+		return x.OutOfReach
+	}
+	return false
 }
 
 // Probe asks a node for its load (random probing of SmartUNL's fallback, Item Balancing and the
@@ -4688,7 +4708,7 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x02op\"\x1e\n" +
 	"\n" +
 	"BalanceAck\x12\x10\n" +
-	"\x03seq\x18\x01 \x01(\x04R\x03seq\"\x98\x02\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\"\xaa\x02\n" +
 	"\vLockRequest\x12)\n" +
 	"\x03dir\x18\x01 \x01(\x0e2\x17.skiprange.overlay.SideR\x03dir\x120\n" +
 	"\x05chain\x18\x02 \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05chain\x12\x19\n" +
@@ -4698,7 +4718,8 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"give_first\x18\b \x01(\bR\tgiveFirst\x122\n" +
 	"\x15end_before_overloaded\x18\t \x01(\bR\x13endBeforeOverloaded\x12\x16\n" +
 	"\x06settle\x18\n" +
-	" \x01(\bR\x06settleJ\x04\b\x04\x10\x05J\x04\b\x05\x10\x06J\x04\b\a\x10\b\"E\n" +
+	" \x01(\bR\x06settle\x12\x10\n" +
+	"\x03ttl\x18\v \x01(\rR\x03ttlJ\x04\b\x04\x10\x05J\x04\b\x05\x10\x06J\x04\b\a\x10\b\"E\n" +
 	"\vLockRefused\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x1e\n" +
 	"\n" +
@@ -4747,13 +4768,15 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\vgive_up_max\x18\x06 \x01(\x01R\tgiveUpMax\"-\n" +
 	"\aMigDone\x12\x0e\n" +
 	"\x02ok\x18\x01 \x01(\bR\x02ok\x12\x12\n" +
-	"\x04left\x18\x02 \x01(\bR\x04left\"k\n" +
+	"\x04left\x18\x02 \x01(\bR\x04left\"\x8d\x01\n" +
 	"\bWaveDone\x12\x0e\n" +
 	"\x02ok\x18\x01 \x01(\bR\x02ok\x12)\n" +
 	"\x03dir\x18\x02 \x01(\x0e2\x17.skiprange.overlay.SideR\x03dir\x12\x1e\n" +
 	"\n" +
 	"migrations\x18\x04 \x01(\rR\n" +
-	"migrationsJ\x04\b\x03\x10\x04\"\x1b\n" +
+	"migrations\x12 \n" +
+	"\fout_of_reach\x18\x05 \x01(\bR\n" +
+	"outOfReachJ\x04\b\x03\x10\x04\"\x1b\n" +
 	"\x05Probe\x12\x12\n" +
 	"\x04load\x18\x01 \x01(\x01R\x04load\"z\n" +
 	"\n" +

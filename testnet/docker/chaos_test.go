@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skiprange/skiprange/nixmig"
+	"github.com/skiprange/skiprange/overlay/p2p"
 	"github.com/skiprange/skiprange/overlay/pb"
 )
 
@@ -27,14 +29,20 @@ const (
 	chaosThres  = 100
 	pulseWidth  = chaosKeys / 20 // 5%
 	pulseRate   = 200.0
-	// No lock may be held by one node for one wave longer than nixmig.MaxLeaseFactor leases
-	// without renewal; a wave in this testnet lasts well under a second.
-	maxLockHold = 6*chaosLease + 2*time.Second
 	// Bounds of the waits.
 	ringBound    = 30 * time.Second
 	balanceBound = chaosWindow + 75*time.Second // usually 7–15 s; a "NIX storm" (docs/BENCHMARKS.md) once took 47 s
 	maxResets    = 2
 )
+
+// maxLockHold: no lock may be held by one node for one wave longer than nixmig.MaxLeaseFactor
+// leases without renewal — the nodes' lease, --lease or more for their longest waves
+// (nixmig.Config.LockLease); a wave in this testnet lasts well under a second.
+var maxLockHold = func() time.Duration {
+	b := p2p.DefaultNodeConfig().Balance
+	b.Lease = chaosLease
+	return nixmig.MaxLeaseFactor*b.LockLease() + 2*time.Second
+}()
 
 var chaosFlags = []string{
 	"--window", chaosWindow.String(), "--slots", "6", "--check-interval", "500ms",

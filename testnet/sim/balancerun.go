@@ -127,6 +127,9 @@ type BalanceResult struct {
 	WavesFailed  int     `json:"waves_failed"`
 	// SettlingWaves: waves started by nodes at the line (nixmig's atLine), counted in WavesStarted.
 	SettlingWaves int `json:"settling_waves"`
+	// WavesOutOfReach: waves that ended having reserved all their ttl allowed, their last node
+	// still over keep (nixmig's waveTTL: the next wave that way reaches further).
+	WavesOutOfReach int `json:"waves_out_of_reach"`
 	// Numbered: balancing messages sent numbered, each asking for an acknowledgement (one more
 	// message), by nodes that had seen messages lost lately, or that received a numbered message
 	// of the same wave (nixmig's reliable.go); 0 on a network that loses none.
@@ -605,6 +608,7 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 		res.WavesOK += st.WavesOK
 		res.WavesFailed += st.WavesFailed
 		res.SettlingWaves += st.SettlingWaves
+		res.WavesOutOfReach += st.WavesOutOfReach
 		res.Numbered += st.Numbered
 		res.Resent += st.Resent
 		res.Rerouted += s.node.Stats.Rerouted

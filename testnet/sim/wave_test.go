@@ -468,3 +468,66 @@ func TestSplitLeave(t *testing.T) {
 		t.Errorf("thesis's migrant rules: %d split orders, %d migrations; want none", thesis.splitOrders, thesis.migrations)
 	}
 }
+
+// TestWaveCarriesItsTTL: eight nodes over keys 0..99, ten keys each (the last thirty, ten of them
+// loaded); n00000 carries 70 (ten keys of 7/s), the three nodes on either side of it 55 (ten of
+// 5.5/s: no room for a key under keep 57), n00004, opposite, nothing. The chain is the thesis's
+// sequential one, so that a wave reaches ttl nodes. With ttl 1 everywhere n00000's wave reserves
+// one neighbour, which still has a key too many and ends the wave out of reach: n00000 hears so
+// (WaveDone.out_of_reach, the signal that grows its next wave's ttl). With ttl 2 at n00000
+// alone the neighbour, whose own ttl is 1, reserves the next node too: a member goes as far as
+// the wave's ttl, chosen by its initiator, not its own.
+func TestWaveCarriesItsTTL(t *testing.T) {
+	starts := []uint64{0, 10, 20, 30, 40, 50, 60, 70}
+	var rate [100]float64
+	for k := range 10 {
+		rate[k] = 7
+	}
+	for _, first := range []int{10, 20, 30, 50, 60, 90} {
+		for k := first; k < first+10; k++ {
+			rate[k] = 5.5
+		}
+	}
+	type run struct {
+		ttls        map[uint32]int // lock requests by the ttl they carry
+		longest     int            // the most nodes a lock request's chain named
+		outOfReach  int            // wave outcomes out of reach heard by n00000
+		initiatorTo int            // lock requests sent by n00000
+	}
+	measure := func(initiatorTTL int) run {
+		r := run{ttls: map[uint32]int{}}
+		watch := func(_ time.Duration, to, _ overlay.NodeID, m *pb.Envelope) {
+			b := m.GetBalance()
+			if l := b.GetLock(); l != nil {
+				r.ttls[l.Ttl]++
+				r.longest = max(r.longest, len(l.Chain))
+				if len(l.Chain) == 1 && string(l.Chain[0].Id) == "n00000" {
+					r.initiatorTo++
+				}
+			}
+			if d := b.GetWaveDone(); d != nil && d.OutOfReach && to == "n00000" {
+				r.outOfReach++
+			}
+		}
+		waveRingAt(t, starts, rate, func(c *Config) {
+			c.Node.Balance.TTL, c.Node.Balance.FaithfulChain = 1, true
+			base := c.Node
+			c.NodeConfig = func(i int) node.Config {
+				nc := base
+				if i == 0 {
+					nc.Balance.TTL = initiatorTTL
+				}
+				return nc
+			}
+		}, watch)
+		return r
+	}
+	one, two := measure(1), measure(2)
+	t.Logf("ttl 1: %+v; ttl 2 at the initiator: %+v", one, two)
+	if one.initiatorTo == 0 || one.outOfReach == 0 || one.longest != 1 {
+		t.Errorf("ttl 1: %d waves from n00000, %d heard out of reach, chains of up to %d nodes; want some, some, 1", one.initiatorTo, one.outOfReach, one.longest)
+	}
+	if two.initiatorTo == 0 || two.ttls[2] == 0 || two.longest != 2 {
+		t.Errorf("ttl 2 at n00000: %d waves from it, lock requests by ttl %v, chains of up to %d nodes; want some, some with ttl 2, 2", two.initiatorTo, two.ttls, two.longest)
+	}
+}
