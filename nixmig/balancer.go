@@ -156,8 +156,9 @@ type Balancer struct {
 	// noMigrants, by pb.Side: the last wave this node started or ended that way brought no
 	// migrants (shiftablePiece).
 	noMigrants [3]bool
-	// outOfReach, by pb.Side: how many waves in a row this node started that way ran out of
-	// reach (waveTTL).
+	// outOfReach, by pb.Side: how many times the ttl of this node's next wave that way is
+	// doubled — one up for each wave it started that way that ran out of reach, while under
+	// TTLMax, one down for each that did not (waveTTL).
 	outOfReach [3]int
 	sides      [3]sideStat // lock requests received, by the side they came from
 	unl        hintCache

@@ -183,10 +183,11 @@ func (b *Balancer) startWave(dir pb.Side, l float64, settle bool) {
 
 // waveTTL is the ttl of the next wave this node starts towards dir: Config.TTL, doubled for
 // each wave that way that ran out of reach (WaveDone.out_of_reach), at most Config.TTLMax, and
-// halved again for each that ended within reach. A lump in a packed region — the narrowest pulses' — must be carried far to
-// the few nodes with room, and a short wave only reserves packed nodes; elsewhere a short wave
-// reserves fewer nodes and its NIX chain carries a lump through fewer of them (JOURNAL.md,
-// "A wave's reach grows where it runs out"). Settling waves keep TTL.
+// halved again for each that ended within reach. A lump in a packed region — the narrowest
+// pulses' — must be carried far to the few nodes with room, and a short wave only reserves
+// packed nodes; elsewhere a short wave reserves fewer nodes and its NIX chain carries a lump
+// through fewer of them (JOURNAL.md, "A wave's reach grows where it runs out"). Settling waves
+// keep TTL.
 func (b *Balancer) waveTTL(dir pb.Side, settle bool) int {
 	if settle {
 		return b.cfg.TTL
