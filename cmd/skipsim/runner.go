@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/skiprange/skiprange/nixmig"
 	"github.com/skiprange/skiprange/testnet/report"
 	"github.com/skiprange/skiprange/testnet/sim"
 )
@@ -103,10 +104,11 @@ func (e *expEnv) publish(t *report.Table) error {
 	if e.stopAfter == 0 {
 		stop = "no early stop"
 	}
+	b := nixmig.DefaultConfig()
 	t.Notes = append(t.Notes,
 		"Command: "+e.command,
-		fmt.Sprintf("Settings: %d nodes, %d keys, %.4g queries/s of 100-key ranges, warm-up and load window %s, duration %s, %s, request timeout %s, seeds 1..%d; thres 60, overThres 400, a 0.5, ttl 5 unless varied. Cells: mean ± sample standard deviation over the seeds.",
-			e.nodes, e.keys, e.rate, secs(e.warmup), secs(e.duration), stop, secs(e.requestTimeout), e.seeds))
+		fmt.Sprintf("Settings: %d nodes, %d keys, %.4g queries/s of 100-key ranges, warm-up and load window %s, duration %s, %s, request timeout %s, seeds 1..%d; thres %g, overThres %g, a %g, ttl %d growing to %d unless varied. Cells: mean ± sample standard deviation over the seeds.",
+			e.nodes, e.keys, e.rate, secs(e.warmup), secs(e.duration), stop, secs(e.requestTimeout), e.seeds, b.Thres, b.OverThres, b.A, b.TTL, b.TTLMax))
 	for _, pt := range e.pts {
 		if unfinished(pt) > 0 {
 			t.Notes = append(t.Notes, "* Some runs never got every node under thres; their time is the whole balancing period (a lower bound).")
