@@ -130,6 +130,9 @@ type BalanceResult struct {
 	// WavesOutOfReach: waves that ended having reserved all their ttl allowed, their last node
 	// still over keep (nixmig's waveTTL: the next wave that way reaches further).
 	WavesOutOfReach int `json:"waves_out_of_reach"`
+	// LeasesExpired: balancing locks that ran out before their wave released them (nixmig's
+	// lease timer and idle check).
+	LeasesExpired int `json:"leases_expired"`
 	// Numbered: balancing messages sent numbered, each asking for an acknowledgement (one more
 	// message), by nodes that had seen messages lost lately, or that received a numbered message
 	// of the same wave (nixmig's reliable.go); 0 on a network that loses none.
@@ -609,6 +612,7 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 		res.WavesFailed += st.WavesFailed
 		res.SettlingWaves += st.SettlingWaves
 		res.WavesOutOfReach += st.WavesOutOfReach
+		res.LeasesExpired += st.LeasesExpired
 		res.Numbered += st.Numbered
 		res.Resent += st.Resent
 		res.Rerouted += s.node.Stats.Rerouted
