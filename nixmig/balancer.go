@@ -40,8 +40,12 @@ type Stats struct {
 	Locked                             time.Duration // total time held by locks
 }
 
-// MaxLeaseFactor bounds every lease: no lock lasts longer than MaxLeaseFactor·Config.LockLease()
-// without renewal.
+// maxRemoteGivenUp bounds Balancer.remoteGivenUp: a remote wave's reply comes within a lease or
+// two, and a node gives up at most one wave a lease.
+const maxRemoteGivenUp = 8
+
+// MaxLeaseFactor bounds the leases of remote waves: MaxLeaseFactor·Config.LockLease() at most
+// (Config.LongestHold bounds every lock).
 const MaxLeaseFactor = 6
 
 // role is what a lock makes a node do for its wave.
@@ -156,6 +160,10 @@ type Balancer struct {
 	// noMigrants, by pb.Side: the last wave this node started or ended that way brought no
 	// migrants (shiftablePiece).
 	noMigrants [3]bool
+	// remoteGivenUp: the waves whose remote wave was under way when this node gave them up as
+	// their end node, oldest first, at most maxRemoteGivenUp: a late reply's migrants are
+	// released (releaseRemote).
+	remoteGivenUp []uint64
 	// outOfReach, by pb.Side: how many times the ttl of this node's next wave that way is
 	// doubled — one up for each wave it started that way that ran out of reach, while under
 	// TTLMax, one down for each that did not (waveTTL).

@@ -278,8 +278,15 @@ func (b *Balancer) onAbsorb(end overlay.NodeID, wave uint64, r *pb.RemoteLock, l
 
 func (b *Balancer) onRemoteReply(wave uint64, r *pb.RemoteReply) {
 	e := b.end
-	if e == nil || e.wave != wave || e.migrants != nil {
+	if e == nil || e.wave != wave {
+		if i := slices.Index(b.remoteGivenUp, wave); i >= 0 {
+			b.remoteGivenUp = slices.Delete(b.remoteGivenUp, i, i+1)
+			b.releaseRemote(wave, r)
+		}
 		return
+	}
+	if e.migrants != nil {
+		return // a reply sent again: the first was taken
 	}
 	if r.M == nil {
 		e.m = overlay.Peer{}
@@ -302,6 +309,25 @@ func (b *Balancer) onRemoteReply(wave uint64, r *pb.RemoteReply) {
 	e.migrantKeep = r.MigrantKeep
 	e.splitLeaves = r.Splits
 	b.searchOver(e)
+}
+
+// releaseRemote frees the nodes a remote wave reserved for a wave this node gave up as its end
+// node while the remote wave was under way (its lease ran out, a member left: abortEnd), which
+// released M alone; the reply names the migrants M reserved since. Left
+// alone they stayed locked until their own leases ran out — up to six leases, and on the 3%
+// pulse with 40 s leases dozens of them at a time (JOURNAL.md, "What the 3% pulse gains is the
+// lease").
+func (b *Balancer) releaseRemote(wave uint64, r *pb.RemoteReply) {
+	if r.M == nil {
+		return // nothing reserved
+	}
+	for _, p := range r.Migrants {
+		b.send(overlay.NodeID(p.Id), wave, &pb.Release{Reason: "wave over"})
+	}
+	for _, p := range r.Splits {
+		b.send(overlay.NodeID(p.Absorber.Id), wave, &pb.Release{Reason: "wave over"})
+	}
+	b.send(overlay.NodeID(r.M.Id), wave, &pb.Release{Reason: "wave over"})
 }
 
 // --- NIX chain (SPEC §6.3) ---
@@ -772,9 +798,14 @@ func (b *Balancer) abortEnd(e *endState, reason string) {
 	if e.migrants == nil {
 		e.migrants = []overlay.Peer{}
 		if e.m.ID != "" {
-			// A remote lock may be under way: release M (and whatever it reserved expires).
+			// A remote lock may be under way: release M, and what it reserved once its reply
+			// comes (releaseRemote).
 			b.send(e.m.ID, e.wave, &pb.Release{Reason: reason})
 			e.m = overlay.Peer{}
+			b.remoteGivenUp = append(b.remoteGivenUp, e.wave)
+			if len(b.remoteGivenUp) > maxRemoteGivenUp {
+				b.remoteGivenUp = b.remoteGivenUp[1:]
+			}
 		}
 	}
 	b.finishEnd(e, false)

@@ -433,3 +433,44 @@ func TestMigSharesFollowTheMigrantsKeeps(t *testing.T) {
 		t.Errorf("faithful: shares %v caps %v, want tmpL/r = 100 uncapped", shares, keeps)
 	}
 }
+
+// TestLateRemoteReplyReleasesWhatItReserved: an end node that gave its wave up while the remote
+// wave was under way (here: its lease ran out) releases M, and when M's reply comes after all it
+// releases the migrants and the split leave's absorber the reply names — left alone they stayed
+// locked until their own leases ran out. A reply sent again for a wave whose first reply was
+// taken releases nothing (its migrants may be migrating), nor does a second late reply.
+func TestLateRemoteReplyReleasesWhatItReserved(t *testing.T) {
+	const wave = 7
+	ref := func(id string) *pb.NodeRef { return &pb.NodeRef{Id: []byte(id), Start: []byte("k" + id)} }
+	reply := &pb.RemoteReply{M: ref("light"), Migrants: []*pb.NodeRef{ref("a"), ref("b")},
+		Splits: []*pb.SplitPlan{{Migrant: 1, Absorber: ref("c"), GiveUp: 1}}}
+
+	env, b := endNode(t, DefaultConfig())
+	b.beginEnd(wave, pb.Side_SIDE_SUCC, []overlay.Peer{b.sg.Self()}, 160, 3, false, false)
+	b.abortEnd(b.end, "lease expired")
+	_, released := env.balanceOps()
+	if !slices.Equal(released, []overlay.NodeID{"light"}) {
+		t.Fatalf("the wave given up released %v, want M (light) alone", released)
+	}
+	env.sent = nil
+	b.onRemoteReply(wave, reply)
+	_, released = env.balanceOps()
+	slices.Sort(released)
+	if !slices.Equal(released, []overlay.NodeID{"a", "b", "c", "light"}) {
+		t.Errorf("the late reply released %v, want the migrants a and b, the absorber c and M", released)
+	}
+	env.sent = nil
+	b.onRemoteReply(wave, reply)
+	if _, released := env.balanceOps(); len(released) != 0 {
+		t.Errorf("a second late reply released %v, want nothing", released)
+	}
+
+	env, b = endNode(t, DefaultConfig())
+	b.beginEnd(wave, pb.Side_SIDE_SUCC, []overlay.Peer{b.sg.Self()}, 160, 3, false, false)
+	b.onRemoteReply(wave, reply)
+	env.sent = nil
+	b.onRemoteReply(wave, reply)
+	if _, released := env.balanceOps(); len(released) != 0 {
+		t.Errorf("a reply sent again released %v, want nothing released", released)
+	}
+}

@@ -204,24 +204,27 @@ func TestCutPieces(t *testing.T) {
 func TestLockLease(t *testing.T) {
 	// SPEC §3: 4·ttl hop times for locking plus the chain's transfers (8·ttl in all), never less
 	// than Lease.
-	// A node whose waves grow sizes its leases for the longest (TTLMax).
+	// A wave that grew gets the lease of its own ttl (waveLease); the longest hold is that of
+	// the longest wave where it exceeds MaxLeaseFactor leases.
 	for _, c := range []struct {
 		ttl, ttlMax int
 		hop, lease  time.Duration
-		want        time.Duration
+		want, at12  time.Duration // LockLease, and the lease of a wave of ttl 12
+		longestHold time.Duration
 	}{
-		{5, 0, time.Second, 40 * time.Second, 40 * time.Second},
-		{10, 0, time.Second, 40 * time.Second, 80 * time.Second},
-		{1, 0, time.Second, 40 * time.Second, 40 * time.Second},
-		{3, 12, time.Second, 40 * time.Second, 96 * time.Second},
-		{3, 3, time.Second, 40 * time.Second, 40 * time.Second},
-		{5, 0, 50 * time.Millisecond, 10 * time.Second, 10 * time.Second},
-		{3, 12, 50 * time.Millisecond, 4 * time.Second, 4800 * time.Millisecond},
+		{5, 0, time.Second, 40 * time.Second, 40 * time.Second, 96 * time.Second, 240 * time.Second},
+		{10, 0, time.Second, 40 * time.Second, 80 * time.Second, 96 * time.Second, 480 * time.Second},
+		{1, 0, time.Second, 40 * time.Second, 40 * time.Second, 96 * time.Second, 240 * time.Second},
+		{3, 12, time.Second, 40 * time.Second, 40 * time.Second, 96 * time.Second, 240 * time.Second},
+		{1, 63, time.Second, 40 * time.Second, 40 * time.Second, 96 * time.Second, 504 * time.Second},
+		{5, 0, 50 * time.Millisecond, 10 * time.Second, 10 * time.Second, 10 * time.Second, 60 * time.Second},
+		{3, 12, 50 * time.Millisecond, 4 * time.Second, 4 * time.Second, 4800 * time.Millisecond, 24 * time.Second},
 	} {
 		cfg := DefaultConfig()
 		cfg.TTL, cfg.TTLMax, cfg.HopTime, cfg.Lease = c.ttl, c.ttlMax, c.hop, c.lease
-		if got := cfg.LockLease(); got != c.want {
-			t.Errorf("ttl %d (largest %d), hop %v, lease %v: LockLease = %v, want %v", c.ttl, c.ttlMax, c.hop, c.lease, got, c.want)
+		if got, at12, hold := cfg.LockLease(), cfg.waveLease(12), cfg.LongestHold(); got != c.want || at12 != c.at12 || hold != c.longestHold {
+			t.Errorf("ttl %d (largest %d), hop %v, lease %v: LockLease %v, a ttl-12 wave's %v, longest hold %v; want %v, %v, %v",
+				c.ttl, c.ttlMax, c.hop, c.lease, got, at12, hold, c.want, c.at12, c.longestHold)
 		}
 	}
 }

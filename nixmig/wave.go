@@ -159,7 +159,8 @@ func (b *Balancer) startWave(dir pb.Side, l float64, settle bool) {
 	}
 	w := initiatedWave{dir: dir, settle: settle, at: b.env.Now()}
 	b.initiated[wave] = w
-	b.lockFor(wave, roleChain, b.cfg.LockLease())
+	ttl := b.waveTTL(dir, settle)
+	b.lockFor(wave, roleChain, b.cfg.waveLease(ttl))
 	self := b.sg.Self()
 	b.lock.dir, b.lock.chain, b.lock.tmpL, b.lock.settle = dir, []overlay.Peer{self}, l, settle
 	if b.cfg.Algorithm == MIGOnly {
@@ -178,7 +179,7 @@ func (b *Balancer) startWave(dir pb.Side, l float64, settle bool) {
 		b.lock.pieceCap = c
 	}
 	b.send(next.ID, wave, &pb.LockRequest{Dir: dir, Chain: []*pb.NodeRef{self.ToPB()}, TmpLoad: l, Moved: piece, GiveFirst: own,
-		EndBeforeOverloaded: !settle && b.endsBeforeOverloaded(l), Settle: settle, Ttl: uint32(b.waveTTL(dir, settle))})
+		EndBeforeOverloaded: !settle && b.endsBeforeOverloaded(l), Settle: settle, Ttl: uint32(ttl)})
 }
 
 // waveTTL is the ttl of the next wave this node starts towards dir: Config.TTL, doubled for
@@ -199,7 +200,7 @@ func (b *Balancer) waveTTL(dir pb.Side, settle bool) int {
 // migrant it orders (at most maxChain) and a few times before, and gives the wave up when a lease
 // runs out. (Waves of fifty migrants on the 3% pulse run for several minutes.)
 func (c Config) initiatedHorizon() time.Duration {
-	return (maxChain + MaxLeaseFactor) * c.LockLease()
+	return maxChain*c.LockLease() + c.LongestHold()
 }
 
 // forgetInitiated drops the waves started longer ago than initiatedHorizon whose outcome never
@@ -412,7 +413,7 @@ func (b *Balancer) onLockRequest(from overlay.Peer, wave uint64, r *pb.LockReque
 		ttl = int(r.Ttl)
 	}
 	chain := append(overlay.PeersFromPB(r.Chain), self)
-	b.lockFor(wave, roleChain, b.cfg.LockLease())
+	b.lockFor(wave, roleChain, b.cfg.waveLease(ttl))
 	b.lock.dir, b.lock.chain, b.lock.tmpL, b.lock.exNodes = r.Dir, chain, tmpL, ex
 	b.lock.movedIn, b.lock.giveFirst, b.lock.settle = r.Moved, r.GiveFirst, r.Settle
 	next := b.neighbour(r.Dir)

@@ -311,3 +311,22 @@ func TestTTLMaxRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestWaveLockLeaseFollowsItsTTL: a member locks for the lease of the wave's ttl — 96 s for a
+// wave grown to 12, the ordinary 40 s for one of 3 — so that only long waves hold long locks.
+func TestWaveLockLeaseFollowsItsTTL(t *testing.T) {
+	for _, c := range []struct {
+		ttl  uint32
+		want time.Duration
+	}{{12, 96 * time.Second}, {3, 40 * time.Second}, {0, 40 * time.Second}} {
+		env, b := loadedNode(t, "r", DefaultConfig(), 100)
+		b.onLockRequest(overlay.Peer{ID: "i"}, 9, &pb.LockRequest{Dir: pb.Side_SIDE_SUCC,
+			Chain: []*pb.NodeRef{{Id: []byte("i"), Start: []byte("k0")}}, TmpLoad: 100, Moved: 30, Ttl: c.ttl})
+		if b.lock.wave != 9 {
+			t.Fatalf("ttl %d: the wave did not lock the node", c.ttl)
+		}
+		if got := b.lock.until.Sub(env.now); got != c.want {
+			t.Errorf("a wave of ttl %d locked the node for %v, want %v", c.ttl, got, c.want)
+		}
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skiprange/skiprange/nixmig"
 	"github.com/skiprange/skiprange/overlay/p2p"
 	"github.com/skiprange/skiprange/overlay/pb"
 )
@@ -35,13 +34,13 @@ const (
 	maxResets    = 2
 )
 
-// maxLockHold: no lock may be held by one node for one wave longer than nixmig.MaxLeaseFactor
-// leases without renewal — the nodes' lease, --lease or more for their longest waves
-// (nixmig.Config.LockLease); a wave in this testnet lasts well under a second.
+// maxLockHold: no lock may be held by one node for one wave longer than its nodes' bound
+// without renewal (nixmig.Config.LongestHold: MaxLeaseFactor leases of --lease, or the lease of
+// their longest wave); a wave in this testnet lasts well under a second.
 var maxLockHold = func() time.Duration {
 	b := p2p.DefaultNodeConfig().Balance
 	b.Lease = chaosLease
-	return nixmig.MaxLeaseFactor*b.LockLease() + 2*time.Second
+	return b.LongestHold() + 2*time.Second
 }()
 
 var chaosFlags = []string{

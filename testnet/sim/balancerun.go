@@ -8,7 +8,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/skiprange/skiprange/nixmig"
 	"github.com/skiprange/skiprange/node"
 	"github.com/skiprange/skiprange/overlay"
 	"github.com/skiprange/skiprange/overlay/pb"
@@ -627,7 +626,7 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 	for _, s := range nw.order {
 		s.node.Balancer.Stop()
 	}
-	nw.RunFor(p.Net.Node.Balance.LockLease() * (nixmig.MaxLeaseFactor + 2))
+	nw.RunFor(p.Net.Node.Balance.LongestHold() + 2*p.Net.Node.Balance.LockLease())
 	// Links at the higher levels may still be catching up with the last migrations (queries'
 	// messages help routed runs there: every message carries fresh starts); the invariants are
 	// checked once the structure is quiet.
