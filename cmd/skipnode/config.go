@@ -109,7 +109,7 @@ func newFlags(fs *flag.FlagSet, o *options) *string {
 	fs.DurationVar(&b.Window, "window", b.Window, "load window: load counts the requests served in this sliding window")
 	fs.IntVar(&b.Slots, "slots", b.Slots, "resolution of the load window (slots per window)")
 	fs.DurationVar(&b.CheckInterval, "check-interval", b.CheckInterval, "how often an idle node compares its load with --thres")
-	fs.DurationVar(&b.Lease, "lease", b.Lease, "balancing lock lease (the shortest: every lease is at least 8 hop times for each node the longest wave may reserve, max(--ttl, --ttl-max))")
+	fs.DurationVar(&b.Lease, "lease", b.Lease, "balancing lock lease (the shortest: a wave's locks get at least 8 hop times for each node its ttl allows)")
 	return configFile
 }
 
