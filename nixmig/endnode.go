@@ -313,10 +313,10 @@ func (b *Balancer) onRemoteReply(wave uint64, r *pb.RemoteReply) {
 
 // releaseRemote frees the nodes a remote wave reserved for a wave this node gave up as its end
 // node while the remote wave was under way (its lease ran out, a member left: abortEnd), which
-// released M alone; the reply names the migrants M reserved since. Left
-// alone they stayed locked until their own leases ran out — up to six leases, and on the 3%
-// pulse with 40 s leases dozens of them at a time (JOURNAL.md, "What the 3% pulse gains is the
-// lease").
+// released M alone; the reply names the migrants M reserved since. Left alone they stayed
+// locked until their own leases ran out — up to six leases, and on the 3% pulse with 40 s
+// leases dozens of them at a time (JOURNAL.md, "Leases per wave, and a late remote reply
+// releases what it names").
 func (b *Balancer) releaseRemote(wave uint64, r *pb.RemoteReply) {
 	if r.M == nil {
 		return // nothing reserved
