@@ -4,13 +4,14 @@ BIN       := bin
 PROTOC    ?= protoc
 IMAGE     ?= skiprange/skipnode:dev
 N         ?= 8
+FUZZTIME  ?= 2m
 # A short load window so that a skipctl bench shows balancing within a minute.
 NODE_FLAGS ?= --window 30s --slots 10 --thres 40 --over-thres 160
 COMPOSE   ?= $(shell command -v docker-compose >/dev/null 2>&1 && echo docker-compose || echo docker compose)
 TESTNET   := testnet/docker/run
 PROTOC_GEN_GO_VERSION := $(shell $(GO) list -m -f '{{.Version}}' google.golang.org/protobuf)
 
-.PHONY: help build test test-chaos test-props test-short lint proto demo sim-demo bench bench-p2p image testnet-up testnet-down testnet-status clean
+.PHONY: help build test test-chaos test-props test-fuzz test-short lint proto demo sim-demo bench bench-p2p image testnet-up testnet-down testnet-status clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -33,6 +34,10 @@ test-chaos: ## the docker chaos test alone, verbose (timeline and summary; about
 
 test-props: ## explore 3,000 random schedules each of the overlay, partition, pause, balancing, balancing-with-crashes and balancing-with-pauses property tests (minutes)
 	SKIPRANGE_RANDOM_PROPS=1 $(GO) test -count=1 -timeout 90m ./testnet/sim/ -run 'TestOverlayProperties|TestPartitionProperties|TestPauseProperties|TestBalanceProperties|TestBalanceCrashProperties|TestBalancePauseProperties' -rapid.checks=3000 -v
+
+test-fuzz: ## run the two fuzz tests, FUZZTIME each (default 2m): arbitrary envelopes at a skip graph node, arbitrary balancing messages at a busy balancer
+	$(GO) test ./skipgraph -run '^$$' -fuzz '^FuzzHandle$$' -fuzztime $(FUZZTIME) -parallel 1
+	$(GO) test ./testnet/sim -run '^$$' -fuzz '^FuzzBalanceMessage$$' -fuzztime $(FUZZTIME) -parallel 1
 
 test-short: ## quick tests only
 	$(GO) test -count=1 -short ./...

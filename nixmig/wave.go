@@ -410,7 +410,9 @@ func (b *Balancer) onLockRequest(from overlay.Peer, wave uint64, r *pb.LockReque
 	ex := b.exNodes(tmpL)
 	ttl := b.cfg.TTL
 	if r.Ttl != 0 {
-		ttl = int(r.Ttl)
+		// The initiator's ttl, but never past this node's own longest wave: its locks are
+		// bounded by its configuration (LongestHold), whatever a request says.
+		ttl = min(int(r.Ttl), b.cfg.maxTTL())
 	}
 	chain := append(overlay.PeersFromPB(r.Chain), self)
 	b.lockFor(wave, roleChain, b.cfg.waveLease(ttl))

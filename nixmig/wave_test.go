@@ -318,7 +318,10 @@ func TestWaveLockLeaseFollowsItsTTL(t *testing.T) {
 	for _, c := range []struct {
 		ttl  uint32
 		want time.Duration
-	}{{12, 96 * time.Second}, {3, 40 * time.Second}, {0, 40 * time.Second}} {
+	}{{12, 96 * time.Second}, {3, 40 * time.Second}, {0, 40 * time.Second},
+		// Past this node's own TTLMax: it locks no longer than its longest wave (a request of
+		// ttl 55 once held a node for 440 s, past LongestHold: FuzzBalanceMessage).
+		{55, 96 * time.Second}} {
 		env, b := loadedNode(t, "r", DefaultConfig(), 100)
 		b.onLockRequest(overlay.Peer{ID: "i"}, 9, &pb.LockRequest{Dir: pb.Side_SIDE_SUCC,
 			Chain: []*pb.NodeRef{{Id: []byte("i"), Start: []byte("k0")}}, TmpLoad: 100, Moved: 30, Ttl: c.ttl})
