@@ -11,14 +11,15 @@ import (
 	"github.com/skiprange/skiprange/overlay/pb"
 )
 
-// FuzzBalanceMessage delivers one arbitrary balancing message, under a real node's identity, to
-// a node of a small network whose balancers are busy with a hot spot. Whatever the message says
+// FuzzBalanceMessage delivers an arbitrary balancing message, under a real node's identity, to a
+// node of a small network whose balancers are busy with a hot spot, and a second one (unless
+// empty) a second later the other way. Whatever the messages say
 // — a lock for a wave nobody started, a migration order from a node that is no end node, a remote
 // reply naming strangers, a NIX turn out of order — no node may panic, and once the balancers
 // stop and the leases run out every invariant holds, every item is where it belongs exactly once
-// and no lock is left. pick chooses the sender, the receiver, when the message arrives (in the
-// first half minute after busyBalancers returns), and whether it names the wave the receiver
-// is locked for then (a stranger's number is ignored by most handlers at once).
+// and no lock is left. pick chooses the sender, the receiver, when the first message arrives (in
+// the first half minute after busyBalancers returns), and whether each names the wave its
+// receiver is locked for then (a stranger's number is ignored by most handlers at once).
 func FuzzBalanceMessage(f *testing.F) {
 	ref := func(id string) *pb.NodeRef {
 		return &pb.NodeRef{Id: []byte(id), Start: overlay.Uint64Key(15).WireBytes(), Mvec: uint64(overlay.MVecFor(overlay.NodeID(id)))}
@@ -41,28 +42,37 @@ func FuzzBalanceMessage(f *testing.F) {
 		{Wave: 1, Seq: 7, Op: &pb.Balance_Ack{Ack: &pb.BalanceAck{Seq: 7}}},
 	}
 	for i, m := range seeds {
-		data, err := proto.Marshal(m)
+		first, err := proto.Marshal(m)
 		if err != nil {
 			f.Fatal(err)
 		}
-		f.Add(data, uint8(i*37))
+		second, err := proto.Marshal(seeds[(i+1)%len(seeds)])
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(first, second, uint8(i*37))
 	}
-	f.Fuzz(func(t *testing.T, data []byte, pick uint8) {
-		m := &pb.Balance{}
-		if err := proto.Unmarshal(data, m); err != nil {
+	f.Fuzz(func(t *testing.T, first, second []byte, pick uint8) {
+		m, reply := &pb.Balance{}, &pb.Balance{}
+		if proto.Unmarshal(first, m) != nil || proto.Unmarshal(second, reply) != nil {
 			t.Skip()
 		}
 		h := busyBalancers(t)
 		nodes := h.Net.order
 		from, to := nodes[int(pick)%len(nodes)], nodes[int(pick/8)%len(nodes)]
-		h.Net.At(h.Net.Now()+time.Duration(pick%32)*time.Second, func() {
+		deliver := func(m *pb.Balance, from, to *simNode) {
 			if pick&0x80 != 0 {
 				if wave, ok := to.node.Balancer.Locked(); ok {
 					m.Wave = wave
 				}
 			}
 			to.node.Handle(from.id, &pb.Envelope{From: from.node.Self().ToPB(), Body: &pb.Envelope_Balance{Balance: m}})
-		})
+		}
+		at := h.Net.Now() + time.Duration(pick%32)*time.Second
+		h.Net.At(at, func() { deliver(m, from, to) })
+		if len(second) > 0 {
+			h.Net.At(at+time.Second, func() { deliver(reply, to, from) })
+		}
 		h.Net.RunFor(100 * time.Second)
 		for _, s := range nodes {
 			s.node.Balancer.Stop()
@@ -71,7 +81,7 @@ func FuzzBalanceMessage(f *testing.F) {
 		h.Net.RunFor(cfg.LongestHold() + 2*cfg.LockLease())
 		h.settle(endSettleLimit, func(int) {})
 		if problems := h.checkBalanced(); problems != "ok" {
-			t.Fatalf("after %v from %s to %s: %s", m, from.id, to.id, problems)
+			t.Fatalf("after %v from %s to %s and %v back: %s", m, from.id, to.id, reply, problems)
 		}
 	})
 }
