@@ -95,20 +95,7 @@ func busyBalancers(t *testing.T) *Harness {
 	cfg := DefaultConfig()
 	b := &cfg.Node.Balance
 	b.Window, b.Slots, b.Thres = 20*time.Second, 10, 20
-	h, err := NewHarness(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	starts := []uint64{0, 10, 20, 30, 40, 50, 60, 70, 80, 90}
-	if err := h.Build(len(starts), time.Second, false, func(i int) overlay.Key { return overlay.Uint64Key(starts[i]) }, 1000*time.Second, nil); err != nil {
-		t.Fatal(err)
-	}
-	items := make([]overlay.Item, 100)
-	for k := range items {
-		items[k] = overlay.Item{Key: overlay.Uint64Key(uint64(k)), Value: []byte("v")}
-		h.Expected[items[k].Key] = "v"
-	}
-	h.Do(h.RandomOwner(), func(n *node.Node) uint64 { return n.PutBatch(items) }, func(overlay.Result) {})
+	h := hundredKeys(t, cfg, []uint64{0, 10, 20, 30, 40, 50, 60, 70, 80, 90})
 	h.Net.RunFor(10 * time.Second)
 	t0 := h.Net.Now()
 	const reads, every = 100 * time.Second, time.Second / 4 // 120/s on keys 0–29

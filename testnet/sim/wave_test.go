@@ -32,19 +32,7 @@ func waveRingAt(t *testing.T, starts []uint64, rate [100]float64, set func(*Conf
 	b := &cfg.Node.Balance
 	b.Window, b.Slots, b.Thres, b.Headroom = 100*time.Second, 10, 60, 0.05
 	set(&cfg)
-	h, err := NewHarness(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Build(len(starts), time.Second, false, func(i int) overlay.Key { return overlay.Uint64Key(starts[i]) }, 1000*time.Second, nil); err != nil {
-		t.Fatal(err)
-	}
-	items := make([]overlay.Item, 100)
-	for k := range items {
-		items[k] = overlay.Item{Key: overlay.Uint64Key(uint64(k)), Value: []byte("v")}
-		h.Expected[items[k].Key] = "v"
-	}
-	h.Do(h.RandomOwner(), func(n *node.Node) uint64 { return n.PutBatch(items) }, func(overlay.Result) {})
+	h := hundredKeys(t, cfg, starts)
 	h.Net.RunFor(100 * time.Second)
 
 	t0 := h.Net.Now()
@@ -79,6 +67,26 @@ func waveRingAt(t *testing.T, starts []uint64, rate [100]float64, set func(*Conf
 		loads[s.id] = s.node.Balancer.Load()
 	}
 	return loads
+}
+
+// hundredKeys builds a network of nodes starting at the given keys and writes keys 0–99 to it
+// (the write is under way when it returns; the harness expects every key).
+func hundredKeys(t *testing.T, cfg Config, starts []uint64) *Harness {
+	t.Helper()
+	h, err := NewHarness(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Build(len(starts), time.Second, false, func(i int) overlay.Key { return overlay.Uint64Key(starts[i]) }, 1000*time.Second, nil); err != nil {
+		t.Fatal(err)
+	}
+	items := make([]overlay.Item, 100)
+	for k := range items {
+		items[k] = overlay.Item{Key: overlay.Uint64Key(uint64(k)), Value: []byte("v")}
+		h.Expected[items[k].Key] = "v"
+	}
+	h.Do(h.RandomOwner(), func(n *node.Node) uint64 { return n.PutBatch(items) }, func(overlay.Result) {})
+	return h
 }
 
 // oursAndSequential runs measure with our NIX chain and with the thesis's sequential one
