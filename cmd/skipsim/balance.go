@@ -517,6 +517,14 @@ func printBalance(w io.Writer, doc balanceDoc, p sim.BalanceParams) {
 	}
 	fmt.Fprintf(t, "items moved\t%d (SPEC §10 lower bound %d, ratio %s; placement bound %d, ratio %s)\n",
 		r.Items, r.LowerBound, per(r.LowerBound), r.PlacementBound, per(r.PlacementBound))
+	if wm := r.WeightedMove; wm != nil {
+		outcome := "every node under thres"
+		if !wm.Balanced {
+			outcome = fmt.Sprintf("stopped with a node at %.1f", wm.MaxLoad)
+		}
+		fmt.Fprintf(t, "Weighted-Move\t%d items (ratio %s) in %d iterations, %s, %d slices (Slicer's algorithm run centrally on the loads at the start, many slices a node)\n",
+			wm.Items, per(wm.Items), wm.Iterations, outcome, wm.Slices)
+	}
 	fmt.Fprintf(t, "MIG:NIX\t%d:%d = %.2f (%d split leaves)\n", r.MIG, r.NIX, r.MigNix, r.SplitLeaves)
 	fmt.Fprintf(t, "remote search\t%d probes, %d UNL hits, %d of %d remote tries accepted\n", r.Probes, r.UNLHits, r.RemoteOK, r.RemoteTries)
 	fmt.Fprintf(t, "waves\t%d started (%d settling), %d ok (%d out of reach), %d failed\n", r.WavesStarted, r.SettlingWaves, r.WavesOK, r.WavesOutOfReach, r.WavesFailed)

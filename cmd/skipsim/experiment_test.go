@@ -112,8 +112,8 @@ func TestSweepPulseQuick(t *testing.T) {
 	var algs []string
 	for _, r := range rows {
 		algs = append(algs, r[0])
-		if r[1] != "10%" || len(r) != 12 {
-			t.Errorf("row %v: want 12 cells for the 10%% pulse", r)
+		if r[1] != "10%" || len(r) != 13 {
+			t.Errorf("row %v: want 13 cells for the 10%% pulse", r)
 			continue
 		}
 		spec, _ := strconv.ParseFloat(r[5], 64)
@@ -121,18 +121,23 @@ func TestSweepPulseQuick(t *testing.T) {
 		if err != nil || placement > spec || placement <= 0 {
 			t.Errorf("row %v: items ÷ placement bound %q should be positive and at most items ÷ SPEC's bound %q", r, r[6], r[5])
 		}
+		// The Weighted-Move reference balances this pulse (the ring's ranges cut into slices of
+		// six keys): a ratio, not "-".
+		if wm, err := strconv.ParseFloat(r[7], 64); err != nil || wm <= 0 {
+			t.Errorf("row %v: items ÷ Weighted-Move %q should be a positive number", r, r[7])
+		}
 	}
 	if strings.Join(algs, " ") != "nixmig nix mig ib threshold" {
 		t.Errorf("rows are for %v, want one per algorithm:\n%s", algs, stdout)
 	}
 	if len(rows) == 5 {
-		if ib := rows[3]; ib[8] != "-" || ib[11] != "-" {
+		if ib := rows[3]; ib[9] != "-" || ib[12] != "-" {
 			t.Errorf("the IB row has ratios to itself or a speed-up: %v", ib)
 		}
-		if nixmig := rows[0]; nixmig[11] == "-" || nixmig[8] == "-" {
+		if nixmig := rows[0]; nixmig[12] == "-" || nixmig[9] == "-" {
 			t.Errorf("the NIXMIG row lacks its ratios: %v", nixmig)
 		}
-		if threshold := rows[4]; threshold[8] == "-" || threshold[11] != "-" {
+		if threshold := rows[4]; threshold[9] == "-" || threshold[12] != "-" {
 			t.Errorf("the threshold row lacks its ratios to IB or has a speed-up: %v", threshold)
 		}
 	}
@@ -168,8 +173,8 @@ func TestSweepAlgorithms(t *testing.T) {
 		t.Fatalf("rows %v, want threshold then nixmig:\n%s", rows, stdout)
 	}
 	for _, r := range rows {
-		if len(r) != 8 {
-			t.Errorf("row %v: want 8 cells, no ratios to IB", r)
+		if len(r) != 9 {
+			t.Errorf("row %v: want 9 cells, no ratios to IB", r)
 		}
 	}
 	if strings.Contains(stdout, "÷ IB") || strings.Contains(stdout, "NIX time") {

@@ -77,7 +77,7 @@ func sweep(e *expEnv, s sweepSpec) error {
 		return err
 	}
 	t := &report.Table{Title: s.title, Header: []string{"algorithm", s.xName, "time (s)", "messages", "items",
-		"items ÷ lower bound", "items ÷ placement bound", "MIG:NIX"}}
+		"items ÷ lower bound", "items ÷ placement bound", "items ÷ Weighted-Move", "MIG:NIX"}}
 	if ib >= 0 {
 		t.Header = append(t.Header, "time ÷ IB", "messages ÷ IB", "items ÷ IB")
 	}
@@ -87,7 +87,7 @@ func sweep(e *expEnv, s sweepSpec) error {
 	for a, alg := range s.algs {
 		for x, pt := range pts[a] {
 			row := []any{alg.String(), s.xLabel(s.xs[x]), timeCell(pt), cell(messagesOf(pt)), cell(itemsOf(pt)),
-				cell(lbRatioOf(pt)), cell(placementOf(pt)), cell(migNixOf(pt))}
+				cell(lbRatioOf(pt)), cell(placementOf(pt)), cell(weightedMoveOf(pt)), cell(migNixOf(pt))}
 			for _, m := range []metric{timeOf, messagesOf, itemsOf} {
 				switch {
 				case ib < 0:

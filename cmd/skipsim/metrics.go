@@ -28,6 +28,14 @@ func perRun(f func(r *sim.BalanceResult) float64) metric {
 	}
 }
 
+// weightedMoveItems is the Weighted-Move reference's items (0 when the run has none).
+func weightedMoveItems(r *sim.BalanceResult) int {
+	if r.WeightedMove == nil {
+		return 0
+	}
+	return r.WeightedMove.Items
+}
+
 // ratio is a/b, NaN when b is 0.
 func ratio(a, b float64) float64 {
 	if b == 0 {
@@ -55,9 +63,16 @@ var (
 	migrantItemsOf = perRun(func(r *sim.BalanceResult) float64 { return float64(r.MigrantItems) })
 	lbRatioOf      = perRun(func(r *sim.BalanceResult) float64 { return ratio(float64(r.Items), float64(r.LowerBound)) })
 	placementOf    = perRun(func(r *sim.BalanceResult) float64 { return ratio(float64(r.Items), float64(r.PlacementBound)) })
-	migNixOf       = perRun(func(r *sim.BalanceResult) float64 { return ratio(float64(r.MIG), float64(r.NIX)) })
-	probesOf       = perRun(func(r *sim.BalanceResult) float64 { return float64(r.Probes) })
-	successOf      = perRun(func(r *sim.BalanceResult) float64 { return ratio(float64(r.RemoteOK), float64(r.RemoteTries)) })
+	// weightedMoveOf: items ÷ the Weighted-Move reference's, where the reference balanced.
+	weightedMoveOf = perRun(func(r *sim.BalanceResult) float64 {
+		if r.WeightedMove == nil || !r.WeightedMove.Balanced {
+			return math.NaN()
+		}
+		return ratio(float64(r.Items), float64(r.WeightedMove.Items))
+	})
+	migNixOf  = perRun(func(r *sim.BalanceResult) float64 { return ratio(float64(r.MIG), float64(r.NIX)) })
+	probesOf  = perRun(func(r *sim.BalanceResult) float64 { return float64(r.Probes) })
+	successOf = perRun(func(r *sim.BalanceResult) float64 { return ratio(float64(r.RemoteOK), float64(r.RemoteTries)) })
 )
 
 // defined drops the NaN values.

@@ -79,7 +79,7 @@ jobs:
 func (e *expEnv) runsTable() *report.Table {
 	t := &report.Table{Header: []string{"experiment", "point", "seed", "algorithm", "workload", "nodes", "keys", "rate",
 		"completed", "completion_s", "messages", "query_messages", "items", "items_to_migrants", "items_by_nix", "items_by_leaves", "lower_bound", "items_per_lower_bound",
-		"placement_bound", "items_per_placement_bound",
+		"placement_bound", "items_per_placement_bound", "weighted_move_items", "weighted_move_balanced",
 		"nix", "mig", "mig_nix", "probes", "unl_hits", "remote_tries", "remote_accepted", "waves_started", "waves_ok",
 		"waves_failed", "overloaded_start", "overloaded_end", "gini_start", "gini_end", "max_mean_start", "max_mean_end",
 		"feasibility", "queries", "queries_failed", "crashed", "check", "wall_s"}}
@@ -89,7 +89,7 @@ func (e *expEnv) runsTable() *report.Table {
 			t.AddRow(e.def.name, pt.name, r.Seed, r.Algorithm, workloadName(p), p.Nodes, p.Keys, p.Rate,
 				r.Completed, r.CompletionTime, r.Messages, r.QueryMessages, r.Items, r.MigrantItems, r.NIXItems, r.LeaveItems, r.LowerBound,
 				ratio(float64(r.Items), float64(r.LowerBound)), r.PlacementBound,
-				ratio(float64(r.Items), float64(r.PlacementBound)), r.NIX, r.MIG, r.MigNix, r.Probes, r.UNLHits,
+				ratio(float64(r.Items), float64(r.PlacementBound)), weightedMoveItems(r), r.WeightedMove != nil && r.WeightedMove.Balanced, r.NIX, r.MIG, r.MigNix, r.Probes, r.UNLHits,
 				r.RemoteTries, r.RemoteOK, r.WavesStarted, r.WavesOK, r.WavesFailed, r.OverloadedStart,
 				r.OverloadedEnd, r.GiniStart, r.GiniEnd, r.MaxMeanStart, r.MaxMeanEnd, r.Feasibility,
 				r.Queries, r.QueriesFailed, r.Crashed, r.Check, r.Wall)

@@ -142,6 +142,12 @@ type BalanceResult struct {
 	// PlacementBound: a stronger lower bound that also counts the nodes a loaded stretch needs
 	// (workload.PlacementLowerBound), from the same loads as LowerBound.
 	PlacementBound int `json:"placement_bound_items"`
+	// WeightedMove: Google Slicer's Weighted-Move run centrally on the same loads and ranges
+	// (workload.WeightedMove, each range cut into workload.WeightedMoveStartSlices slices): what
+	// a planner with global knowledge moves when a node may hold many slices anywhere in the key
+	// space — a reference for the price of one contiguous range a node. Absent when the nodes'
+	// thresholds differ (it takes one).
+	WeightedMove *workload.WeightedMoveResult `json:"weighted_move,omitempty"`
 	// Overloaded and the Gini coefficient and max/mean load at the warm-up's end and the run's end.
 	OverloadedStart int     `json:"overloaded_start"`
 	OverloadedEnd   int     `json:"overloaded_end"`
@@ -539,7 +545,7 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 			lastItems = itemsBefore
 			loads, over := loadsNow()
 			res.OverloadedStart, res.GiniStart, res.MaxMeanStart = over, workload.Gini(loads), maxMean(loads)
-			res.LowerBound, res.PlacementBound = h.lowerBounds()
+			res.LowerBound, res.PlacementBound, res.WeightedMove = h.itemReferences()
 		}
 		if !started {
 			continue
@@ -694,15 +700,16 @@ func (h *Harness) checkBalanced() string {
 	return fmt.Sprint(problems)
 }
 
-// lowerBounds returns SPEC §10's lower bound on moved items (for each overloaded node, its key
+// itemReferences returns SPEC §10's lower bound on moved items (for each overloaded node, its key
 // count minus the longest piece of its range with load under its thres) and the placement bound
 // (workload.PlacementLowerBound, with the highest thres of any node, and never below the first),
-// both from the key loads the nodes measure now.
-func (h *Harness) lowerBounds() (spec, placement int) {
+// both from the key loads the nodes measure now, and the centralized Weighted-Move reference on
+// them when every node has the same thres.
+func (h *Harness) itemReferences() (spec, placement int, weightedMove *workload.WeightedMoveResult) {
 	now := h.Net.epoch.Add(h.Net.now)
 	var loads []float64
 	var owned [][2]int
-	thres := 0.0
+	thres, uniform := 0.0, true
 	for _, s := range h.Net.owners() { // in ring order
 		b := s.node.Balancer
 		lo := len(loads)
@@ -712,9 +719,17 @@ func (h *Harness) lowerBounds() (spec, placement int) {
 		})
 		owned = append(owned, [2]int{lo, len(loads)})
 		spec += workload.LowerBoundMoves(loads[lo:], [][2]int{{0, len(loads) - lo}}, b.Config().Thres)
+		uniform = uniform && (thres == 0 || thres == b.Config().Thres)
 		thres = max(thres, b.Config().Thres)
 	}
-	return spec, max(spec, workload.PlacementLowerBound(loads, owned, thres))
+	if uniform {
+		// Loads read off the trackers and ranges read off the ring in order are valid input: an
+		// error would leave the reference out, not the run.
+		if wm, err := workload.WeightedMove(loads, owned, thres, workload.WeightedMoveStartSlices); err == nil {
+			weightedMove = &wm
+		}
+	}
+	return spec, max(spec, workload.PlacementLowerBound(loads, owned, thres)), weightedMove
 }
 
 func maxOf(xs []float64) float64 {
