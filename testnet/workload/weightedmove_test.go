@@ -309,16 +309,19 @@ func TestWeightedMoveRejectsBadInput(t *testing.T) {
 // WEIGHTED_MOVE_SCALE=1 (the largest builds 5,000,000 keys).
 func TestWeightedMoveAtScale(t *testing.T) {
 	if os.Getenv("WEIGHTED_MOVE_SCALE") == "" {
-		t.Skip("set WEIGHTED_MOVE_SCALE=1 to time Weighted-Move at 500 and 50,000 nodes")
+		t.Skip("set WEIGHTED_MOVE_SCALE=1 to balance the 10% pulse at 500 and 50,000 nodes and time it")
 	}
 	for _, nodes := range []int{500, 50_000} {
 		keys := nodes * 100
 		loads := pulseLoads(keys, keys/10, float64(nodes)*50)
 		start := time.Now()
-		r, err := WeightedMove(loads, evenOwners(nodes, 100), 60, 1)
+		r, err := WeightedMove(loads, evenOwners(nodes, 100), 60, WeightedMoveStartSlices)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("%d nodes × %d keys, 10%% pulse: %+v in %v", nodes, keys, r, time.Since(start))
+		if !r.Balanced {
+			t.Errorf("%d nodes: the 10%% pulse not balanced from %d slices a node", nodes, WeightedMoveStartSlices)
+		}
 	}
 }
