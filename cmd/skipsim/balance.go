@@ -30,7 +30,8 @@ Runs one load-balancing experiment (SPEC §11–§12): N nodes placed evenly ove
 queries of --range-keys keys arriving as a Poisson process at --rate per second from the chosen
 workload, and the balancers (NIXMIG or a baseline) starting when the --warmup ends. The run stops
 --stop-after after every node got under thres, or at --duration. It prints the completion time,
-the balancing messages, the items moved beside their lower bound, MIG:NIX, the Gini coefficient
+the balancing messages, the items moved beside their lower bounds and beside a centralized
+reference (Google Slicer's Weighted-Move on the same loads), MIG:NIX, the Gini coefficient
 and the overloaded nodes before and after, whether the workload can be balanced at all (and,
 after --crash, by the survivors with the lost keys gone), and the outcome of the invariant checks
 (exit status 1 when they failed).
