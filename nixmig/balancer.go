@@ -286,7 +286,7 @@ func (b *Balancer) PieceArrived(_ overlay.Range, loads []*pb.KeyLoad) {
 // keysIn yields the stored keys of r in order.
 func (b *Balancer) keysIn(r overlay.Range) func(yield func(overlay.Key) bool) {
 	return func(yield func(overlay.Key) bool) {
-		_ = b.store.Ascend(r, func(k overlay.Key, _ []byte) bool { return yield(k) })
+		_ = b.store.Ascend(r, func(it overlay.Item) bool { return yield(it.Key) })
 	}
 }
 

@@ -434,12 +434,7 @@ func (b *Balancer) onNixTurn(wave uint64, t *pb.NixTurn) {
 
 // ownKeys returns the keys of the node's range in order from its start.
 func (b *Balancer) ownKeys() []overlay.Key {
-	var keys []overlay.Key
-	_ = b.store.Ascend(b.sg.Range(), func(k overlay.Key, _ []byte) bool {
-		keys = append(keys, k)
-		return true
-	})
-	return keys
+	return slices.Collect(b.keysIn(b.sg.Range()))
 }
 
 // nixSplit picks the split key of a NIX carrying want to the successor (up) or the predecessor

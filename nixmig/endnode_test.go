@@ -179,7 +179,7 @@ func TestMigrantNotMuchLargerThanM(t *testing.T) {
 		t.Helper()
 		st := store.NewMemory()
 		for i := range items {
-			if err := st.Put(overlay.Uint64Key(uint64(i)), []byte("v")); err != nil {
+			if err := st.Put(overlay.Item{Key: overlay.Uint64Key(uint64(i)), Value: []byte("v")}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -247,7 +247,7 @@ func loadedNode(t *testing.T, id overlay.NodeID, cfg Config, load float64) (*rec
 	const keys = 12
 	st := store.NewMemory()
 	for i := range keys {
-		if err := st.Put(overlay.Uint64Key(uint64(i)), []byte("v")); err != nil {
+		if err := st.Put(overlay.Item{Key: overlay.Uint64Key(uint64(i)), Value: []byte("v")}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -367,7 +367,7 @@ func TestSplitLeaveNeedsItsAbsorber(t *testing.T) {
 	const wave = 12
 	st := store.NewMemory()
 	for i := range 8 {
-		if err := st.Put(overlay.Uint64Key(uint64(i)), []byte("v")); err != nil {
+		if err := st.Put(overlay.Item{Key: overlay.Uint64Key(uint64(i)), Value: []byte("v")}); err != nil {
 			t.Fatal(err)
 		}
 	}

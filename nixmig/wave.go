@@ -334,10 +334,9 @@ func extraNodes(l, fill float64) int { return max(0, int(math.Ceil(l/fill))-1) }
 func (b *Balancer) packedFill() float64 {
 	now := b.env.Now()
 	var loads []float64
-	_ = b.store.Ascend(b.sg.Range(), func(k overlay.Key, _ []byte) bool {
+	for k := range b.keysIn(b.sg.Range()) {
 		loads = append(loads, b.load.KeyLoad(k, now))
-		return true
-	})
+	}
 	return packedLoad(loads, b.keep())
 }
 

@@ -211,7 +211,7 @@ func TestHeadroomOnlyWhereKeysAreLight(t *testing.T) {
 	node := func(cfg Config, keys int, perKey float64) *Balancer {
 		st := store.NewMemory()
 		for i := range keys {
-			if err := st.Put(overlay.Uint64Key(uint64(i)), []byte("v")); err != nil {
+			if err := st.Put(overlay.Item{Key: overlay.Uint64Key(uint64(i)), Value: []byte("v")}); err != nil {
 				t.Fatal(err)
 			}
 		}

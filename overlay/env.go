@@ -143,7 +143,7 @@ func PeersToPB(peers []Peer) []*pb.NodeRef {
 func ItemsToPB(items []Item) []*pb.Item {
 	out := make([]*pb.Item, len(items))
 	for i, it := range items {
-		out[i] = &pb.Item{Key: []byte(it.Key), Value: it.Value}
+		out[i] = &pb.Item{Key: []byte(it.Key), Value: it.Value, Written: it.Written}
 	}
 	return out
 }
@@ -152,7 +152,7 @@ func ItemsToPB(items []Item) []*pb.Item {
 func ItemsFromPB(items []*pb.Item) []Item {
 	out := make([]Item, len(items))
 	for i, it := range items {
-		out[i] = Item{Key: Key(it.Key), Value: it.Value}
+		out[i] = Item{Key: Key(it.Key), Value: it.Value, Written: it.Written}
 	}
 	return out
 }

@@ -1880,8 +1880,8 @@ func TestPartTakenOverDuringALeaveWrittenOut(t *testing.T) {
 func TestCopiesBelowASuccessorThatMovedDownWrittenOut(t *testing.T) {
 	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
 	b, c := nw.nodes["b"], nw.nodes["c"]
-	_ = b.Store().Put(k(1750), []byte("b's copy"))
-	_ = c.Store().Put(k(1750), []byte("c's"))
+	_ = b.Store().Put(overlay.Item{Key: k(1750), Value: []byte("b's copy")})
+	_ = c.Store().Put(overlay.Item{Key: k(1750), Value: []byte("c's")})
 	c.self = c.self.WithStart(k(1500), c.self.Version+1)
 	c.refreshSelfRef()
 	nw.advance(time.Minute)
@@ -1905,7 +1905,7 @@ func TestAbortedJoinKeepsTheJoinersOwnCopies(t *testing.T) {
 	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
 	nw.drop = func(s sentMsg) bool { return s.from == "f" && s.to == "b" && s.m.GetHandoffAck() != nil }
 	f := nw.add("f")
-	_ = f.Store().Put(k(1750), []byte("f's copy"))
+	_ = f.Store().Put(overlay.Item{Key: k(1750), Value: []byte("f's copy")})
 	if err := f.Join("b", k(1500)); err != nil {
 		t.Fatal(err)
 	}

@@ -171,9 +171,8 @@ func (n *Node) readmit(x overlay.Peer, ours bool, xWrittenBefore time.Time, why 
 		newer = n.lost.takenOverAfter(piece, xWrittenBefore)
 	}
 	var overwrite, keep []overlay.Item
-	_ = n.store.Ascend(piece, func(k overlay.Key, v []byte) bool {
-		it := overlay.Item{Key: k, Value: v}
-		if slices.ContainsFunc(newer, func(r overlay.Range) bool { return r.Contains(k) }) {
+	_ = n.store.Ascend(piece, func(it overlay.Item) bool {
+		if slices.ContainsFunc(newer, func(r overlay.Range) bool { return r.Contains(it.Key) }) {
 			overwrite = append(overwrite, it)
 		} else {
 			keep = append(keep, it)
@@ -181,8 +180,11 @@ func (n *Node) readmit(x overlay.Peer, ours bool, xWrittenBefore time.Time, why 
 		return true
 	})
 	for _, t := range n.tombs.within(piece) {
-		if k, at := tombstoneFromPB(t); ours || at.After(xWrittenBefore) {
-			overwrite = append(overwrite, overlay.Item{Key: k, Deleted: true})
+		k, d := tombstoneFromPB(t)
+		if del := (overlay.Item{Key: k, Deleted: true, Written: d.written}); ours || d.at.After(xWrittenBefore) {
+			overwrite = append(overwrite, del)
+		} else {
+			keep = append(keep, del)
 		}
 	}
 	if old := n.levels[0].succ; old.ID != n.self.ID {
@@ -216,7 +218,7 @@ func (n *Node) pushCopies(items []overlay.Item, keepExisting bool, copiesOf uint
 	for len(items) > 0 {
 		batch := items[:min(len(items), n.cfg.MaxItemsPerMessage)]
 		items = items[len(batch):]
-		n.putBatch(batch, keepExisting, copiesOf, via, func(r overlay.Result) {
+		n.putBatch(batch, true, keepExisting, copiesOf, via, func(r overlay.Result) {
 			if r.Status != pb.Status_STATUS_OK {
 				n.env.Logger().Warn(why+": items held here not delivered; copies kept",
 					zap.Int("items", len(batch)), zap.String("error", r.Err))
@@ -259,9 +261,9 @@ func (n *Node) pushStrays() {
 // brought back keys it had deleted since (TestGiverThatStoodStillWritesNoCopiesBack).
 func (n *Node) copiesIn(r overlay.Range) []overlay.Item {
 	var items []overlay.Item
-	_ = n.store.Ascend(r, func(k overlay.Key, v []byte) bool {
-		if !n.Responsible(k) && !n.committingHolds(k) {
-			items = append(items, overlay.Item{Key: k, Value: v})
+	_ = n.store.Ascend(r, func(it overlay.Item) bool {
+		if !n.Responsible(it.Key) && !n.committingHolds(it.Key) {
+			items = append(items, it)
 		}
 		return true
 	})

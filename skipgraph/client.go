@@ -22,8 +22,11 @@ type request struct {
 	// onDone, when set, takes the result instead of the runtime: requests the node makes for
 	// itself (re-admission's batch writes).
 	onDone func(overlay.Result)
-	// keepExisting makes a batch write store only keys its owners do not hold (claim.go);
-	// copiesOf names the handoff its items are copies of (BatchPut.copies_of_xfer).
+	// copies marks a batch write of copies held here, which keep their stamps and stand only
+	// where written later than their owners' (BatchPut.copies); keepExisting makes them stand
+	// only where strictly later (claim.go); copiesOf names the handoff they are copies of
+	// (BatchPut.copies_of_xfer).
+	copies       bool
 	keepExisting bool
 	copiesOf     uint64
 	// via, when set, is the live node a batch write enters the ring at, for a node outside it (a
@@ -77,13 +80,16 @@ func (n *Node) Scan(start, end overlay.Key, limitKeys int, limitBytes int) uint6
 // PutBatch starts a write of many items: it travels to the owner of the smallest key and walks
 // clockwise, each node storing its share; more than batchPiece items go as pieces at once. Bulk
 // loads use it.
-func (n *Node) PutBatch(items []overlay.Item) uint64 { return n.putBatch(items, false, 0, "", nil) }
+func (n *Node) PutBatch(items []overlay.Item) uint64 {
+	return n.putBatch(items, false, false, 0, "", nil)
+}
 
-// putBatch starts a batch write whose result goes to onDone, or to the runtime when nil. With
-// keepExisting, owners store only the keys they do not hold yet.
-func (n *Node) putBatch(items []overlay.Item, keepExisting bool, copiesOf uint64, via overlay.NodeID, onDone func(overlay.Result)) uint64 {
+// putBatch starts a batch write whose result goes to onDone, or to the runtime when nil. A
+// batch of copies keeps the items' stamps: each stands where written later than its owner's
+// copy, or, with keepExisting, strictly later; the owners of other batches stamp them anew.
+func (n *Node) putBatch(items []overlay.Item, copies, keepExisting bool, copiesOf uint64, via overlay.NodeID, onDone func(overlay.Result)) uint64 {
 	id := n.newReqID()
-	req := &request{id: id, kind: overlay.ResultBatchPut, onDone: onDone, keepExisting: keepExisting, copiesOf: copiesOf, via: via}
+	req := &request{id: id, kind: overlay.ResultBatchPut, onDone: onDone, copies: copies, keepExisting: keepExisting, copiesOf: copiesOf, via: via}
 	if len(items) == 0 || len(items) > n.cfg.MaxItemsPerMessage {
 		n.failNow(req, pb.Status_STATUS_INVALID, fmt.Errorf("a batch holds 1 to %d items, not %d", n.cfg.MaxItemsPerMessage, len(items)))
 		return id
@@ -114,14 +120,21 @@ func (n *Node) sendBatch(req *request, sorted []overlay.Item) {
 	req.issue = func() {
 		b := &pb.BatchPut{
 			ReqId: req.id, Origin: n.selfRef, Route: &pb.Route{Key: []byte(sorted[0].Key)},
-			KeepExisting: req.keepExisting, CopiesOfXfer: req.copiesOf,
+			Copies: req.copies, KeepExisting: req.keepExisting, CopiesOfXfer: req.copiesOf,
 		}
 		for _, it := range sorted {
-			if it.Deleted {
-				b.Deletes = append(b.Deletes, []byte(it.Key))
-			} else {
-				b.Items = append(b.Items, &pb.Item{Key: []byte(it.Key), Value: it.Value})
+			written := it.Written
+			if !req.copies {
+				written = 0 // the owner stamps the write
 			}
+			if it.Deleted {
+				b.Deletes, b.DeletesWritten = append(b.Deletes, []byte(it.Key)), append(b.DeletesWritten, written)
+			} else {
+				b.Items = append(b.Items, &pb.Item{Key: []byte(it.Key), Value: it.Value, Written: written})
+			}
+		}
+		if !req.copies {
+			b.DeletesWritten = nil
 		}
 		if req.via != "" {
 			n.send(req.via, &pb.Envelope{Body: &pb.Envelope_BatchPut{BatchPut: b}}, pb.Cause_CAUSE_CLIENT)
@@ -157,7 +170,7 @@ func (n *Node) putPieces(req *request, sorted []overlay.Item) {
 			}
 		}
 		// Checked and sorted already: each piece is a request of its own, sent as it is.
-		n.sendBatch(&request{id: n.newReqID(), kind: overlay.ResultBatchPut, key: piece[0].Key, onDone: done, keepExisting: req.keepExisting, copiesOf: req.copiesOf, via: req.via}, piece)
+		n.sendBatch(&request{id: n.newReqID(), kind: overlay.ResultBatchPut, key: piece[0].Key, onDone: done, copies: req.copies, keepExisting: req.keepExisting, copiesOf: req.copiesOf, via: req.via}, piece)
 	}
 }
 
@@ -326,8 +339,10 @@ func (n *Node) onLookup(e *pb.Envelope, m *pb.Lookup) {
 	var err error
 	switch m.Op {
 	case pb.Op_OP_GET:
+		var held overlay.Item
 		var found bool
-		reply.Value, found, err = n.store.Get(key)
+		held, found, err = n.store.Get(key)
+		reply.Value = held.Value
 		switch {
 		case found:
 			if n.obs != nil {
@@ -339,14 +354,16 @@ func (n *Node) onLookup(e *pb.Envelope, m *pb.Lookup) {
 			reply.Status = pb.Status_STATUS_NOT_FOUND
 		}
 	case pb.Op_OP_PUT:
-		if err = n.store.Put(key, m.Value); err == nil {
+		it := overlay.Item{Key: key, Value: m.Value, Written: n.stamp(n.heldStamp(key))}
+		if err = n.store.Put(it); err == nil {
 			n.written(key)
-			n.forwardWrite(overlay.Item{Key: key, Value: m.Value}, false)
+			n.forwardWrite(it)
 		}
 	case pb.Op_OP_DELETE:
+		del := overlay.Item{Key: key, Deleted: true, Written: n.stamp(n.heldStamp(key))}
 		if err = n.store.Delete(key); err == nil {
-			n.deleted(key)
-			n.forwardWrite(overlay.Item{Key: key}, true)
+			n.deleted(key, del.Written)
+			n.forwardWrite(del)
 		}
 	case pb.Op_OP_FIND:
 		// A search whose origin starts inside this node's range comes from a node that takes
@@ -391,7 +408,8 @@ func (n *Node) onRangeQuery(e *pb.Envelope, q *pb.RangeQuery) {
 	}
 	var more bool
 	var cont overlay.Key
-	err := n.store.Ascend(overlay.Range{Start: cursor, End: stop}, func(k overlay.Key, v []byte) bool {
+	err := n.store.Ascend(overlay.Range{Start: cursor, End: stop}, func(it overlay.Item) bool {
+		k, v := it.Key, it.Value
 		size := uint64(len(k) + len(v))
 		if len(q.Items) >= int(q.LimitKeys) || (q.LimitBytes > 0 && len(q.Items) > 0 && q.Bytes+size > q.LimitBytes) {
 			more, cont = true, k
@@ -443,20 +461,27 @@ func (n *Node) onBatchPut(b *pb.BatchPut) {
 	if !n.route(&pb.Envelope{Body: &pb.Envelope_BatchPut{BatchPut: b}}, b.Route, drop) {
 		return
 	}
-	mine, rest, restDeletes := n.Range(), b.Items[:0], b.Deletes[:0]
+	mine, rest := n.Range(), b.Items[:0]
+	var restDeletes [][]byte
+	var restWritten []uint64
 	// Copies of a handoff's piece that this node settled with their sender (settledXfer): what
 	// it holds there is newer.
 	stale := false
 	if b.KeepExisting && b.CopiesOfXfer != 0 {
 		_, stale = n.settledWith(overlay.NodeID(b.Origin.GetId()), b.CopiesOfXfer)
 	}
-	var local []overlay.Item
-	var deletes []overlay.Key
-	for _, k := range b.Deletes {
-		if mine.Contains(overlay.Key(k)) {
-			deletes = append(deletes, overlay.Key(k))
-		} else {
-			restDeletes = append(restDeletes, k)
+	var local, deletes []overlay.Item
+	for i, k := range b.Deletes {
+		key, written := overlay.Key(k), stampAt(b.DeletesWritten, i)
+		switch {
+		case !mine.Contains(key):
+			restDeletes, restWritten = append(restDeletes, k), append(restWritten, written)
+		case !b.Copies:
+			deletes = append(deletes, overlay.Item{Key: key, Deleted: true, Written: n.stamp(n.heldStamp(key))})
+		case n.copyStands(key, written, b.KeepExisting):
+			deletes = append(deletes, overlay.Item{Key: key, Deleted: true, Written: written})
+		default:
+			b.Stored++ // handled: the value here was written after the delete
 		}
 	}
 	for _, it := range b.Items {
@@ -466,23 +491,21 @@ func (n *Node) onBatchPut(b *pb.BatchPut) {
 			rest = append(rest, it)
 		case stale:
 			b.Stored++ // handled: a copy older than what this node holds of the piece
-		case b.KeepExisting && n.tombs.has(key):
-			b.Stored++ // handled: the key was deleted here after this copy was made
-		case b.KeepExisting:
-			if _, found, _ := n.store.Get(key); found {
-				b.Stored++ // handled: the value here stands
-				continue
-			}
-			local = append(local, overlay.Item{Key: key, Value: it.Value})
-			n.lost.copyArrived(key)
+		case !b.Copies:
+			local = append(local, overlay.Item{Key: key, Value: it.Value, Written: n.stamp(n.heldStamp(key))})
+		case !n.copyStands(key, it.Written, b.KeepExisting):
+			b.Stored++ // handled: the value or the delete here stands, written as late or later
 		default:
-			local = append(local, overlay.Item{Key: key, Value: it.Value})
+			local = append(local, overlay.Item{Key: key, Value: it.Value, Written: it.Written})
+			if b.KeepExisting {
+				n.lost.copyArrived(key)
+			}
 		}
 	}
 	err := n.store.PutBatch(local, false)
-	for _, k := range deletes {
+	for _, d := range deletes {
 		if err == nil {
-			err = n.store.Delete(k)
+			err = n.store.Delete(d.Key)
 		}
 	}
 	if err != nil {
@@ -493,18 +516,18 @@ func (n *Node) onBatchPut(b *pb.BatchPut) {
 	}
 	for _, it := range local {
 		n.written(it.Key)
-		n.forwardWrite(it, false)
+		n.forwardWrite(it)
 	}
 	// A batch's deletes are a re-admission's: other copies of those keys may still come back
 	// (a receiver that acknowledged a piece from this node before it stood still writes it out
 	// late), so each leaves a tombstone, in a lost part or not.
-	for _, k := range deletes {
-		n.tombs.set(k, n.env.Now())
-		n.forwardWrite(overlay.Item{Key: k}, true)
+	for _, d := range deletes {
+		n.tombs.set(d.Key, tombstone{at: n.env.Now(), written: d.Written})
+		n.forwardWrite(d)
 	}
 	n.evictTombstones()
 	b.Stored += uint32(len(local) + len(deletes))
-	b.Items, b.Deletes = rest, restDeletes
+	b.Items, b.Deletes, b.DeletesWritten = rest, restDeletes, restWritten
 	if len(rest) == 0 && len(restDeletes) == 0 {
 		n.replyTo(b.Origin, &pb.Envelope{Body: &pb.Envelope_BatchPutReply{BatchPutReply: &pb.BatchPutReply{
 			ReqId: b.ReqId, Stored: b.Stored, Hops: b.Route.Hops,

@@ -373,7 +373,8 @@ func (nw *testNet) checkLevels() {
 func keysOf(t testing.TB, n *Node) []overlay.Key {
 	t.Helper()
 	var out []overlay.Key
-	if err := n.Store().Ascend(overlay.FullRange, func(k overlay.Key, _ []byte) bool {
+	if err := n.Store().Ascend(overlay.FullRange, func(it overlay.Item) bool {
+		k := it.Key
 		out = append(out, k)
 		return true
 	}); err != nil {

@@ -69,7 +69,7 @@ type inXfer struct {
 	succ     overlay.Peer
 	succList []overlay.Peer
 	lost     lostSet                   // parts of the piece lost with failed nodes
-	tombs    map[overlay.Key]time.Time // keys deleted in those parts
+	tombs    map[overlay.Key]tombstone // keys deleted in those parts
 	early    map[uint32]*pb.Handoff    // chunks that arrived ahead of their turn
 	next     uint32                    // next chunk to apply
 	checked  uint32                    // next as of the last retry timer (progress check)
@@ -141,8 +141,8 @@ func (n *Node) give(kind pb.HandoffKind, cause pb.Cause, to overlay.Peer, piece 
 	x := &outXfer{id: n.env.Rand().Uint64(), kind: kind, cause: cause, to: to, piece: piece}
 	var chunk []overlay.Item
 	var chunks [][]overlay.Item
-	err := n.store.Ascend(piece, func(k overlay.Key, v []byte) bool {
-		chunk = append(chunk, overlay.Item{Key: k, Value: v})
+	err := n.store.Ascend(piece, func(it overlay.Item) bool {
+		chunk = append(chunk, it)
 		if len(chunk) == n.cfg.ChunkItems {
 			chunks = append(chunks, chunk)
 			chunk = nil
@@ -216,24 +216,24 @@ func (n *Node) withAges(x *outXfer, h *pb.Handoff) *pb.Handoff {
 		}
 	}
 	for _, t := range h.Tombstones {
-		_, at := tombstoneFromPB(t)
-		t.AgeNanos = age(at)
+		_, d := tombstoneFromPB(t)
+		t.AgeNanos = age(d.at)
 	}
 	return h
 }
 
 // forwardWrite sends a write that landed in a piece being handed over to the receiver, so that
 // its copy ends identical.
-func (n *Node) forwardWrite(it overlay.Item, deleted bool) {
+func (n *Node) forwardWrite(it overlay.Item) {
 	x := n.out
 	if x == nil || !x.piece.Contains(it.Key) {
 		return
 	}
 	h := &pb.Handoff{XferId: x.id, Kind: x.kind, Start: []byte(x.piece.Start), End: []byte(x.piece.End), Seq: x.sent}
-	if deleted {
-		h.Deletes = [][]byte{[]byte(it.Key)}
+	if it.Deleted {
+		h.Deletes, h.DeletesWritten = [][]byte{[]byte(it.Key)}, []uint64{it.Written}
 	} else {
-		h.Items = []*pb.Item{{Key: []byte(it.Key), Value: it.Value}}
+		h.Items = []*pb.Item{{Key: []byte(it.Key), Value: it.Value, Written: it.Written}}
 	}
 	x.sent++
 	x.chunks = append(x.chunks, h)
@@ -517,18 +517,21 @@ func (n *Node) applyChunk(x *inXfer, c *pb.Handoff) error {
 		n.storeWritten = n.env.Now()
 	}
 	for _, it := range c.Items {
+		n.observeStamp(it.Written)
 		x.received = append(x.received, overlay.Key(it.Key))
 		delete(x.tombs, overlay.Key(it.Key)) // written at the giver after its tombstone went
 	}
 	for _, t := range c.Tombstones {
 		x.addTombstone(n.receivedTombstone(t))
 	}
-	for _, k := range c.Deletes {
+	for i, k := range c.Deletes {
 		if err := n.store.Delete(overlay.Key(k)); err != nil {
 			return err
 		}
+		written := stampAt(c.DeletesWritten, i)
+		n.observeStamp(written)
 		if x.lost.contains(overlay.Key(k)) {
-			x.addTombstone(overlay.Key(k), n.env.Now())
+			x.addTombstone(overlay.Key(k), tombstone{at: n.env.Now(), written: written})
 		}
 	}
 	return nil
@@ -693,18 +696,18 @@ func (n *Node) keepPiece(x *inXfer) {
 }
 
 // addTombstone records a tombstone of the piece.
-func (x *inXfer) addTombstone(k overlay.Key, at time.Time) {
+func (x *inXfer) addTombstone(k overlay.Key, d tombstone) {
 	if x.tombs == nil {
-		x.tombs = map[overlay.Key]time.Time{}
+		x.tombs = map[overlay.Key]tombstone{}
 	}
-	x.tombs[k] = at
+	x.tombs[k] = d
 }
 
 // takeLost makes the lost parts of x's piece, and their tombstones, this node's own.
 func (n *Node) takeLost(x *inXfer) {
 	n.lost = append(n.lost, x.lost...)
-	for k, at := range x.tombs {
-		n.tombs.set(k, at)
+	for k, d := range x.tombs {
+		n.tombs.set(k, d)
 	}
 	n.evictTombstones()
 }

@@ -406,7 +406,7 @@ func TestTakeOverOfManyLiveNodesSettledQuickly(t *testing.T) {
 	a.maintain.succSucc = overlay.Peer{} // nor as b's successor (namedBySucc)
 	// An item that a will hold inside c10's range while it holds the range (as if written during
 	// the take-over, which settles within a probe interval here: messages take no time).
-	_ = a.Store().Put(k(2410), []byte("written during the take-over"))
+	_ = a.Store().Put(overlay.Item{Key: k(2410), Value: []byte("written during the take-over")})
 	nw.crash("b")
 	nw.drop = func(s sentMsg) bool { return s.from == "a" }
 	tookOver := time.Time{}
@@ -489,11 +489,11 @@ func TestNextIntruderSkipsOnlyPartsWithoutItems(t *testing.T) {
 	if got := a.nextIntruder(x, pong); got.ID != "c08" {
 		t.Fatalf("holding nothing there: next %s, want c08, the nearest after a's start", got.ID)
 	}
-	_ = a.Store().Put(k(2410), []byte("v"))
+	_ = a.Store().Put(overlay.Item{Key: k(2410), Value: []byte("v")})
 	if got := a.nextIntruder(x, pong); got.ID != "c16" {
 		t.Fatalf("holding 2410: next %s, want c16, the nearest with nothing of a's between it and x", got.ID)
 	}
-	_ = a.Store().Put(k(2950), []byte("v"))
+	_ = a.Store().Put(overlay.Item{Key: k(2950), Value: []byte("v")})
 	if got := a.nextIntruder(x, pong); got.ID != "c23" {
 		t.Fatalf("holding 2950: next %s, want c23, x's own predecessor", got.ID)
 	}

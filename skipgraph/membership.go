@@ -230,9 +230,9 @@ func (n *Node) joinSplit(mine overlay.Range, position overlay.Key) (overlay.Key,
 		var split overlay.Key
 		found, i := false, 0
 		for _, r := range walk {
-			err := n.store.Ascend(r, func(k overlay.Key, _ []byte) bool {
+			err := n.store.Ascend(r, func(it overlay.Item) bool {
 				found = i == count/2
-				split = k
+				split = it.Key
 				i++
 				return !found
 			})

@@ -85,6 +85,8 @@ type Node struct {
 	// ago, so that a node settling an overlap with this one knows which of its writes and
 	// deletes are newer than every copy here (claim.go).
 	storeWritten time.Time
+	// hlc is the latest write stamp issued or seen here (stamp.go).
+	hlc uint64
 
 	out        *outXfer            // the handoff this node gives, until it flips
 	committing map[uint64]*outXfer // flipped handoffs waiting for their commit's confirmation

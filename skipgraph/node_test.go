@@ -179,8 +179,8 @@ func TestJoinSplitsItems(t *testing.T) {
 		}
 	}
 	for _, it := range orig[5:] {
-		if v, ok, _ := b.Store().Get(it.Key); !ok || !bytes.Equal(v, it.Value) {
-			t.Errorf("b: key %d has %q", overlay.KeyUint64(it.Key), v)
+		if got, ok, _ := b.Store().Get(it.Key); !ok || !bytes.Equal(got.Value, it.Value) {
+			t.Errorf("b: key %d has %q", overlay.KeyUint64(it.Key), got.Value)
 		}
 	}
 	// Each item crossed the wire exactly once, in 3 chunks of at most 2.
@@ -351,7 +351,7 @@ func TestLargeBatchGoesInPieces(t *testing.T) {
 		t.Fatalf("%d batch results; result %+v", results, r)
 	}
 	for _, it := range its {
-		if v, ok, _ := nw.owner(it.Key).Store().Get(it.Key); !ok || !bytes.Equal(v, it.Value) {
+		if got, ok, _ := nw.owner(it.Key).Store().Get(it.Key); !ok || !bytes.Equal(got.Value, it.Value) {
 			t.Fatalf("key %d missing at its owner", overlay.KeyUint64(it.Key))
 		}
 	}
@@ -376,7 +376,7 @@ func TestPutBatchSpansNodes(t *testing.T) {
 		}
 	}
 	for _, it := range its {
-		if v, ok, _ := nw.owner(it.Key).Store().Get(it.Key); !ok || !bytes.Equal(v, it.Value) {
+		if got, ok, _ := nw.owner(it.Key).Store().Get(it.Key); !ok || !bytes.Equal(got.Value, it.Value) {
 			t.Errorf("key %d missing at its owner", overlay.KeyUint64(it.Key))
 		}
 	}
@@ -532,15 +532,15 @@ func TestWriteForwardedDuringHandoff(t *testing.T) {
 		t.Fatalf("after the handoff: busy a %v b %v, b %s", a.Busy(), b.Busy(), b.State())
 	}
 	for key, want := range map[int]string{80: "new", 95: "fresh", 50: "v50", 90: "v90"} {
-		if v, ok, _ := b.Store().Get(k(key)); !ok || string(v) != want {
-			t.Errorf("b: key %d = %q (%v), want %q", key, v, ok, want)
+		if got, ok, _ := b.Store().Get(k(key)); !ok || string(got.Value) != want {
+			t.Errorf("b: key %d = %q (%v), want %q", key, got.Value, ok, want)
 		}
 	}
 	if _, ok, _ := b.Store().Get(k(60)); ok {
 		t.Error("b: key deleted during the handoff came back")
 	}
-	if v, _, _ := a.Store().Get(k(20)); string(v) != "stays" {
-		t.Errorf("a: key 20 = %q", v)
+	if got, _, _ := a.Store().Get(k(20)); string(got.Value) != "stays" {
+		t.Errorf("a: key 20 = %q", got.Value)
 	}
 	if got := keysOf(t, b); len(got) != 5 { // 50, 70, 80, 90, 95
 		t.Errorf("b holds %d keys", len(got))
@@ -720,7 +720,8 @@ type snapshot struct {
 
 func snap(t *testing.T, n *Node, env *fakeEnv) snapshot {
 	var b strings.Builder
-	if err := n.Store().Ascend(overlay.FullRange, func(k overlay.Key, v []byte) bool {
+	if err := n.Store().Ascend(overlay.FullRange, func(it overlay.Item) bool {
+		k, v := it.Key, it.Value
 		fmt.Fprintf(&b, "%x=%x;", k, v)
 		return true
 	}); err != nil {
@@ -1048,8 +1049,8 @@ func TestWriteHeldAtLeaveReceiver(t *testing.T) {
 	if r := env.result(t, put); r.Status != pb.Status_STATUS_OK || r.Owner != "a" {
 		t.Fatalf("held write: %+v", r)
 	}
-	if v, _, _ := a.Store().Get(k(1550)); string(v) != "held" {
-		t.Fatalf("a: %q", v)
+	if got, _, _ := a.Store().Get(k(1550)); string(got.Value) != "held" {
+		t.Fatalf("a: %q", got.Value)
 	}
 }
 

@@ -197,8 +197,8 @@ func TestRestartAfterDeclaredDead(t *testing.T) {
 	// At once, before anyone answered it, the restored node is asked for a key rewritten while
 	// it was away: its own copy is stale, so it must hold the read until its predecessor has
 	// re-admitted it and sent the newer items.
-	if v, _, _ := c.Store().Get(k(5100)); string(v) != "51" {
-		t.Fatalf("the restored store holds %q for 5100, want its stale %q", v, "51")
+	if got, _, _ := c.Store().Get(k(5100)); string(got.Value) != "51" {
+		t.Fatalf("the restored store holds %q for 5100, want its stale %q", got.Value, "51")
 	}
 	early := c.Get(k(5100))
 	nw.advance(2 * time.Minute)
@@ -437,7 +437,7 @@ func TestUnconfirmedNodeJoinsAfresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = b.Store().Put(k(1999), []byte("only-b"))
+	_ = b.Store().Put(overlay.Item{Key: k(1999), Value: []byte("only-b")})
 	want[1999] = "only-b"
 	inc := b.Self().Incarnation
 	b.unconfirmedSince = nw.clock.now.Add(-time.Duration(maxUnconfirmed+1) * nw.cfg.ProbeInterval)
@@ -466,7 +466,7 @@ func TestUnconfirmedNodeJoinsAfresh(t *testing.T) {
 func TestConfirmedNodeWritesOutCopiesBeyondItsRange(t *testing.T) {
 	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
 	b, c := nw.nodes["b"], nw.nodes["c"]
-	_ = b.Store().Put(k(2550), []byte("only-copy"))
+	_ = b.Store().Put(overlay.Item{Key: k(2550), Value: []byte("only-copy")})
 	b.strays = true
 	b.startWait()
 	nw.advance(time.Minute)

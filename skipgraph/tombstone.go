@@ -45,7 +45,7 @@ import (
 // piece), and the ones a re-admission left outside lost parts last until TombstoneTTL. (What
 // this leaves open is in PROTOCOL.md, "Deletes undone after an outage".)
 type tombstones struct {
-	at map[overlay.Key]time.Time
+	at map[overlay.Key]tombstone
 	// sorted holds every tombstone in key order, built when asked for after a change: a runtime
 	// takes the node's snapshot after every step.
 	sorted []*pb.Tombstone
@@ -54,17 +54,30 @@ type tombstones struct {
 	version uint64
 }
 
+// tombstone is one delete remembered: when, by this node's clock (its age says how long it is
+// kept and, in a re-admission, whether it came after the other node's last write), and its write
+// stamp, which copies of the key are compared with (stamp.go).
+type tombstone struct {
+	at      time.Time
+	written uint64
+}
+
 func (t *tombstones) changed() {
 	t.sorted = nil
 	t.version++
 }
 
-func (t *tombstones) set(k overlay.Key, at time.Time) {
+func (t *tombstones) set(k overlay.Key, d tombstone) {
 	if t.at == nil {
-		t.at = map[overlay.Key]time.Time{}
+		t.at = map[overlay.Key]tombstone{}
 	}
-	t.at[k] = at
+	t.at[k] = d
 	t.changed()
+}
+
+func (t *tombstones) get(k overlay.Key) (tombstone, bool) {
+	d, ok := t.at[k]
+	return d, ok
 }
 
 func (t *tombstones) has(k overlay.Key) bool {
@@ -92,8 +105,8 @@ func (t *tombstones) clear() {
 func (t *tombstones) all() []*pb.Tombstone {
 	if t.sorted == nil && len(t.at) > 0 {
 		t.sorted = make([]*pb.Tombstone, 0, len(t.at))
-		for k, at := range t.at {
-			t.sorted = append(t.sorted, &pb.Tombstone{Key: []byte(k), DeletedUnixNano: at.UnixNano()})
+		for k, d := range t.at {
+			t.sorted = append(t.sorted, &pb.Tombstone{Key: []byte(k), DeletedUnixNano: d.at.UnixNano(), Written: d.written})
 		}
 		slices.SortFunc(t.sorted, func(a, b *pb.Tombstone) int { return bytes.Compare(a.Key, b.Key) })
 	}
@@ -115,10 +128,10 @@ func (t *tombstones) within(r overlay.Range) []*pb.Tombstone {
 }
 
 // dropIf removes the tombstones that match.
-func (t *tombstones) dropIf(match func(k overlay.Key, at time.Time) bool) {
+func (t *tombstones) dropIf(match func(k overlay.Key, d tombstone) bool) {
 	n := len(t.at)
-	for k, at := range t.at {
-		if match(k, at) {
+	for k, d := range t.at {
+		if match(k, d) {
 			delete(t.at, k)
 		}
 	}
@@ -139,8 +152,8 @@ func (t *tombstones) evictOldest(max int) int {
 		at  time.Time
 	}
 	all := make([]entry, 0, len(t.at))
-	for k, at := range t.at {
-		all = append(all, entry{k, at})
+	for k, d := range t.at {
+		all = append(all, entry{k, d.at})
 	}
 	slices.SortFunc(all, func(a, b entry) int {
 		if c := a.at.Compare(b.at); c != 0 {
@@ -158,12 +171,13 @@ func (t *tombstones) evictOldest(max int) int {
 
 // receivedTombstone converts a tombstone a handoff brought: by its age where the giver gave one
 // (agoOnArrival), so that the two nodes' clocks need not agree; else by the giver's clock.
-func (n *Node) receivedTombstone(t *pb.Tombstone) (overlay.Key, time.Time) {
-	k, at := tombstoneFromPB(t)
+func (n *Node) receivedTombstone(t *pb.Tombstone) (overlay.Key, tombstone) {
+	k, d := tombstoneFromPB(t)
 	if t.AgeNanos > 0 {
-		at = n.agoOnArrival(t.AgeNanos)
+		d.at = n.agoOnArrival(t.AgeNanos)
 	}
-	return k, at
+	n.observeStamp(d.written)
+	return k, d
 }
 
 // agoOnArrival turns an age a message brought into a time by this node's clock, less
@@ -175,15 +189,16 @@ func (n *Node) agoOnArrival(ageNanos uint64) time.Time {
 }
 
 // tombstoneFromPB converts a tombstone from the wire or a snapshot.
-func tombstoneFromPB(t *pb.Tombstone) (overlay.Key, time.Time) {
-	return overlay.Key(t.Key), time.Unix(0, t.DeletedUnixNano)
+func tombstoneFromPB(t *pb.Tombstone) (overlay.Key, tombstone) {
+	return overlay.Key(t.Key), tombstone{at: time.Unix(0, t.DeletedUnixNano), written: t.Written}
 }
 
-// deleted records that key was deleted here just now: a tombstone when the key lies in a lost
-// part, or where another node may hold a copy it will write back (copiesMayBeOut).
-func (n *Node) deleted(key overlay.Key) {
+// deleted records that key was deleted here just now, by a delete stamped written: a tombstone
+// when the key lies in a lost part, or where another node may hold a copy it will write back
+// (copiesMayBeOut).
+func (n *Node) deleted(key overlay.Key, written uint64) {
 	if n.lost.contains(key) || n.copiesMayBeOut(key) {
-		n.tombs.set(key, n.env.Now())
+		n.tombs.set(key, tombstone{at: n.env.Now(), written: written})
 		n.evictTombstones()
 	}
 }
@@ -242,7 +257,7 @@ func (n *Node) written(key overlay.Key) {
 // is not this node's any more.
 func (n *Node) forgetLost(r overlay.Range) {
 	n.lost.remove(r)
-	n.tombs.dropIf(func(k overlay.Key, _ time.Time) bool { return r.Contains(k) })
+	n.tombs.dropIf(func(k overlay.Key, _ tombstone) bool { return r.Contains(k) })
 }
 
 // expireTombstones drops the tombstones older than TombstoneTTL; the tick runs it.
@@ -251,7 +266,7 @@ func (n *Node) expireTombstones() {
 		return
 	}
 	cutoff := n.env.Now().Add(-n.cfg.TombstoneTTL)
-	n.tombs.dropIf(func(_ overlay.Key, at time.Time) bool { return at.Before(cutoff) })
+	n.tombs.dropIf(func(_ overlay.Key, d tombstone) bool { return d.at.Before(cutoff) })
 }
 
 // Tombstones returns how many deletes the node remembers.

@@ -184,7 +184,7 @@ func TestTombstoneLimits(t *testing.T) {
 	nw := newTestNet(t, cfg)
 	a := nw.bootstrap("a")
 	for i := 0; i < 11; i++ {
-		a.tombs.set(k(i), nw.clock.now.Add(time.Duration(i)*time.Second))
+		a.tombs.set(k(i), tombstone{at: nw.clock.now.Add(time.Duration(i) * time.Second)})
 		a.evictTombstones()
 	}
 	if a.tombs.len() != 9 || a.tombs.has(k(0)) || a.tombs.has(k(1)) || !a.tombs.has(k(2)) || a.Stats.TombstonesEvicted != 2 {
@@ -212,7 +212,7 @@ func TestBatchDeletesWalkTheirOwners(t *testing.T) {
 	}
 	a := nw.nodes["a"]
 	var res overlay.Result
-	a.putBatch(batch, false, 0, "", func(r overlay.Result) { res = r })
+	a.putBatch(batch, false, false, 0, "", func(r overlay.Result) { res = r })
 	nw.run()
 	if res.Status != pb.Status_STATUS_OK || res.Stored != len(batch) {
 		t.Fatalf("batch of %d: %s, %d stored", len(batch), res.Status, res.Stored)
@@ -236,7 +236,7 @@ func TestReadmittedNodeKeepsTheDeletesItWasSent(t *testing.T) {
 	}
 	var res overlay.Result
 	late := []overlay.Item{{Key: k(1000), Value: []byte("older")}, {Key: k(1100), Value: []byte("older")}}
-	nw.nodes["c"].putBatch(late, true, 0, "", func(r overlay.Result) { res = r })
+	nw.nodes["c"].putBatch(late, true, true, 0, "", func(r overlay.Result) { res = r })
 	nw.run()
 	if res.Status != pb.Status_STATUS_OK {
 		t.Fatalf("the late write-out: %s", res.Status)
@@ -316,8 +316,8 @@ func TestNeitherConfirmedOverlapTakesNewerWrites(t *testing.T) {
 			// a's tombstones, stamped by its clock, would look an hour newer than b's copies.
 			a := nw.nodes["a"]
 			a.env.(*fakeEnv).skew = time.Hour
-			for k, at := range a.tombs.at {
-				a.tombs.set(k, at.Add(time.Hour))
+			for k, d := range a.tombs.at {
+				a.tombs.set(k, tombstone{at: d.at.Add(time.Hour), written: d.written})
 			}
 			if err := a.Leave(); err != nil {
 				t.Fatal(err)
@@ -333,15 +333,12 @@ func TestNeitherConfirmedOverlapTakesNewerWrites(t *testing.T) {
 			nw, want := outage(t)
 			taker := c.handOn(t, nw)
 			b := nw.nodes["b"]
-			// b's store took values after a's writes (say keep-existing write-outs of the keys 1000
-			// and 1500 reached it), so its copies may be newer: they stand — all of them, since
-			// nothing tells which.
-			for i := 1000; i < 2000; i += 100 {
-				want[i] = string(val(i))
-			}
+			// b's store took values after a's writes (say write-outs of the keys 1000 and 1500
+			// written later than a's delete and value reached it): those stand, and a's newer
+			// writes and deletes of the other keys replace b's older copies, key by key.
 			for _, i := range []int{1000, 1500} {
 				want[i] = "newer"
-				if err := b.store.Put(k(i), []byte(want[i])); err != nil {
+				if err := b.store.Put(overlay.Item{Key: k(i), Value: []byte(want[i]), Written: nw.nodes[taker].hlc + 1}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -353,23 +350,21 @@ func TestNeitherConfirmedOverlapTakesNewerWrites(t *testing.T) {
 	}
 	t.Run("a copy older than the take-over written out to a", func(t *testing.T) {
 		nw, want := outage(t)
-		// b held 1650 before it stood still; c writes out an older copy of it (a receiver of a
-		// piece from b whose commit it never heard, say), which a takes into the lost part: a
-		// can no longer tell its values there newer than b's, and b's stand — the writes made
-		// there during the outage with them (the deletes, timed one by one, still go).
-		if err := nw.nodes["b"].store.Put(k(1650), []byte("b1650")); err != nil {
+		// b held 1650 before it stood still; c writes out a copy of unknown age of it (a
+		// receiver of a piece from b whose commit it never heard, say), which a takes into the
+		// lost part: a can no longer tell its values there newer than b's by their time, and b's
+		// own copy of 1650 stands; the writes made there during the outage replace b's older
+		// copies all the same, key by key, as the deletes do.
+		if err := nw.nodes["b"].store.Put(overlay.Item{Key: k(1650), Value: []byte("b1650")}); err != nil {
 			t.Fatal(err)
 		}
 		var res overlay.Result
-		nw.nodes["c"].putBatch([]overlay.Item{{Key: k(1650), Value: []byte("older")}}, true, 0, "", func(r overlay.Result) { res = r })
+		nw.nodes["c"].putBatch([]overlay.Item{{Key: k(1650), Value: []byte("older")}}, true, true, 0, "", func(r overlay.Result) { res = r })
 		nw.run()
 		if res.Status != pb.Status_STATUS_OK || !nw.nodes["a"].lost.contains(k(1650)) {
 			t.Fatalf("the write-out: %s; into a's lost part: %v", res.Status, nw.nodes["a"].lost.contains(k(1650)))
 		}
 		want[1650] = "b1650"
-		for i := 1500; i < 2000; i += 100 {
-			want[i] = string(val(i))
-		}
 		meet(t, nw, "a")
 		nw.checkRing()
 		nw.checkDeleted(t, 1000, 1500)
@@ -537,7 +532,7 @@ func TestReceiverThatStoodStill(t *testing.T) {
 				nw.drop = func(s sentMsg) bool { return s.to == "f" && s.m.GetHandoffAbort() != nil }
 				// A copy f holds in the piece that the join did not carry may be the only one: it
 				// must still reach b.
-				if err := f.Store().Put(k(1550), []byte("stray")); err != nil {
+				if err := f.Store().Put(overlay.Item{Key: k(1550), Value: []byte("stray")}); err != nil {
 					t.Fatal(err)
 				}
 				want[1550] = "stray"
@@ -614,7 +609,7 @@ func TestGiverThatStoodStillWritesNoCopiesBack(t *testing.T) {
 			b, c := nw.nixUnconfirmed(t)
 			// A copy b holds in the piece that the NIX did not carry (left by a failed write, say)
 			// may be the only one: it must still reach c.
-			if err := b.Store().Put(k(1550), []byte("stray")); err != nil {
+			if err := b.Store().Put(overlay.Item{Key: k(1550), Value: []byte("stray")}); err != nil {
 				t.Fatal(err)
 			}
 			want[1550] = "stray"

@@ -65,6 +65,12 @@ func (n *Node) validate(m *pb.Envelope) error {
 				return errors.New("deleted key over the limit")
 			}
 		}
+		if len(b.BatchPut.DeletesWritten) > len(b.BatchPut.Deletes) {
+			return errors.New("more delete stamps than deletes")
+		}
+		if !b.BatchPut.Copies && (b.BatchPut.KeepExisting || b.BatchPut.CopiesOfXfer != 0) {
+			return errors.New("keep_existing or copies_of_xfer on a batch that is not of copies")
+		}
 		return n.checkRef(b.BatchPut.Origin)
 	case *pb.Envelope_JoinRequest:
 		if err := n.checkRoute(b.JoinRequest.Route); err != nil {
@@ -83,6 +89,9 @@ func (n *Node) validate(m *pb.Envelope) error {
 			if len(k) > n.cfg.MaxKeyLen {
 				return errors.New("deleted key over the limit")
 			}
+		}
+		if len(h.DeletesWritten) > len(h.Deletes) {
+			return errors.New("more delete stamps than deletes")
 		}
 		if len(h.Lost) > n.cfg.MaxItemsPerMessage {
 			return errors.New("too many lost ranges")

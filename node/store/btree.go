@@ -11,13 +11,10 @@ import (
 // degree is the B-tree's minimum degree: each node holds between degree-1 and 2*degree-1 items.
 const degree = 32
 
-// entry is one stored item. The tree orders entries by key alone; value rides along.
-type entry struct {
-	key   overlay.Key
-	value []byte
-}
+// entry is one stored item. The tree orders entries by key alone; value and stamp ride along.
+type entry = overlay.Item
 
-func lessEntry(a, b entry) bool { return a.key < b.key }
+func lessEntry(a, b entry) bool { return a.Key < b.Key }
 
 // Memory is an in-memory overlay.Store backed by a B-tree.
 //
@@ -37,21 +34,26 @@ func NewMemory() *Memory {
 	return &Memory{tree: btree.NewG(degree, lessEntry)}
 }
 
-// Get returns the value stored under k. The value must not be modified.
-func (m *Memory) Get(k overlay.Key) (value []byte, found bool, err error) {
-	e, ok := m.tree.Get(entry{key: k})
-	return e.value, ok, nil
+// Get returns the item stored under k. Its value must not be modified.
+func (m *Memory) Get(k overlay.Key) (overlay.Item, bool, error) {
+	e, ok := m.tree.Get(entry{Key: k})
+	return e, ok, nil
 }
 
-// Put stores a copy of value under k, replacing any previous value.
-func (m *Memory) Put(k overlay.Key, value []byte) error {
-	m.tree.ReplaceOrInsert(entry{key: k, value: bytes.Clone(value)})
+// Put stores a copy of it, replacing any previous value of its key.
+func (m *Memory) Put(it overlay.Item) error {
+	m.tree.ReplaceOrInsert(stored(it))
 	return nil
+}
+
+// stored is the entry kept for it: its own copy of the value, no delete mark.
+func stored(it overlay.Item) entry {
+	return entry{Key: it.Key, Value: bytes.Clone(it.Value), Written: it.Written}
 }
 
 // Delete removes k; deleting an absent key is not an error.
 func (m *Memory) Delete(k overlay.Key) error {
-	m.tree.Delete(entry{key: k})
+	m.tree.Delete(entry{Key: k})
 	return nil
 }
 
@@ -60,7 +62,7 @@ func (m *Memory) Delete(k overlay.Key) error {
 // its last occurrence wins.
 func (m *Memory) PutBatch(items []overlay.Item, sync bool) error {
 	for _, it := range items {
-		m.tree.ReplaceOrInsert(entry{key: it.Key, value: bytes.Clone(it.Value)})
+		m.tree.ReplaceOrInsert(stored(it))
 	}
 	return nil
 }
@@ -101,9 +103,9 @@ func (m *Memory) ascendSpan(s span, iter btree.ItemIteratorG[entry]) bool {
 	case s.top && s.lo == overlay.MinKey:
 		m.tree.Ascend(stop)
 	case s.top:
-		m.tree.AscendGreaterOrEqual(entry{key: s.lo}, stop)
+		m.tree.AscendGreaterOrEqual(entry{Key: s.lo}, stop)
 	default:
-		m.tree.AscendRange(entry{key: s.lo}, entry{key: s.hi}, stop)
+		m.tree.AscendRange(entry{Key: s.lo}, entry{Key: s.hi}, stop)
 	}
 	return completed
 }
@@ -141,8 +143,8 @@ func (m *Memory) deleteSpan(s span) {
 	}
 	for {
 		found = false
-		m.tree.AscendGreaterOrEqual(entry{key: s.lo}, first)
-		if !found || (!s.top && next.key >= s.hi) {
+		m.tree.AscendGreaterOrEqual(entry{Key: s.lo}, first)
+		if !found || (!s.top && next.Key >= s.hi) {
 			return
 		}
 		m.tree.Delete(next)
@@ -153,8 +155,8 @@ func (m *Memory) deleteSpan(s span) {
 // is visited from its Start up to the largest key, then from the smallest key up to its End; the
 // full range is visited in key order from the smallest key. Values must not be modified, and fn
 // must not modify the store.
-func (m *Memory) Ascend(r overlay.Range, fn func(k overlay.Key, value []byte) bool) error {
-	m.ascend(r, func(e entry) bool { return fn(e.key, e.value) })
+func (m *Memory) Ascend(r overlay.Range, fn func(it overlay.Item) bool) error {
+	m.ascend(r, fn)
 	return nil
 }
 

@@ -79,7 +79,7 @@ func filled(t testing.TB, s impl) overlay.Store {
 	t.Helper()
 	m := s.open(t)
 	for _, k := range testKeys {
-		if err := m.Put(k, valueOf(k)); err != nil {
+		if err := m.Put(overlay.Item{Key: k, Value: valueOf(k)}); err != nil {
 			t.Fatalf("Put(%q): %v", k, err)
 		}
 	}
@@ -93,7 +93,8 @@ func valueOf(k overlay.Key) []byte { return []byte("v" + string(k)) }
 func collect(t *testing.T, m overlay.Store, r overlay.Range, limit int) []overlay.Key {
 	t.Helper()
 	var got []overlay.Key
-	err := m.Ascend(r, func(k overlay.Key, v []byte) bool {
+	err := m.Ascend(r, func(it overlay.Item) bool {
+		k, v := it.Key, it.Value
 		if !bytes.Equal(v, valueOf(k)) {
 			t.Errorf("Ascend(%s): key %q has value %q, want %q", r, k, v, valueOf(k))
 		}
@@ -108,7 +109,8 @@ func collect(t *testing.T, m overlay.Store, r overlay.Range, limit int) []overla
 
 func keys(m overlay.Store) []overlay.Key {
 	var got []overlay.Key
-	m.Ascend(overlay.FullRange, func(k overlay.Key, _ []byte) bool {
+	m.Ascend(overlay.FullRange, func(it overlay.Item) bool {
+		k := it.Key
 		got = append(got, k)
 		return true
 	})
@@ -121,19 +123,20 @@ func testGetPutDelete(t *testing.T, s impl) {
 	for _, k := range testKeys {
 		t.Run(fmt.Sprintf("%q", k), func(t *testing.T) {
 			m := filled(t, s)
-			v, found, err := m.Get(k)
+			got, found, err := m.Get(k)
+			v := got.Value
 			if err != nil || !found || !bytes.Equal(v, valueOf(k)) {
 				t.Fatalf("Get = %q, %v, %v; want %q, true, nil", v, found, err, valueOf(k))
 			}
 
 			// Overwrite with a buffer the caller then reuses: the store must have copied it.
 			buf := []byte("new")
-			if err := m.Put(k, buf); err != nil {
+			if err := m.Put(overlay.Item{Key: k, Value: buf}); err != nil {
 				t.Fatal(err)
 			}
 			copy(buf, "xxx")
-			if v, found, _ := m.Get(k); !found || string(v) != "new" {
-				t.Fatalf("after overwrite and buffer reuse Get = %q, %v; want \"new\", true", v, found)
+			if got, found, _ := m.Get(k); !found || string(got.Value) != "new" {
+				t.Fatalf("after overwrite and buffer reuse Get = %q, %v; want \"new\", true", got.Value, found)
 			}
 			if m.Len() != len(testKeys) {
 				t.Fatalf("Len = %d after overwrite, want %d", m.Len(), len(testKeys))
@@ -142,8 +145,8 @@ func testGetPutDelete(t *testing.T, s impl) {
 			if err := m.Delete(k); err != nil {
 				t.Fatal(err)
 			}
-			if v, found, err := m.Get(k); err != nil || found || v != nil {
-				t.Fatalf("after Delete Get = %q, %v, %v; want nil, false, nil", v, found, err)
+			if got, found, err := m.Get(k); err != nil || found || got.Value != nil {
+				t.Fatalf("after Delete Get = %q, %v, %v; want nil, false, nil", got.Value, found, err)
 			}
 			if m.Len() != len(testKeys)-1 {
 				t.Fatalf("Len = %d after Delete, want %d", m.Len(), len(testKeys)-1)
@@ -157,8 +160,8 @@ func testGetPutDelete(t *testing.T, s impl) {
 				if o == k {
 					continue
 				}
-				if v, found, _ := m.Get(o); !found || !bytes.Equal(v, valueOf(o)) {
-					t.Fatalf("Get(%q) = %q, %v after deleting %q", o, v, found, k)
+				if got, found, _ := m.Get(o); !found || !bytes.Equal(got.Value, valueOf(o)) {
+					t.Fatalf("Get(%q) = %q, %v after deleting %q", o, got.Value, found, k)
 				}
 			}
 		})
@@ -170,12 +173,12 @@ func TestEmptyValue(t *testing.T) { forEachImpl(t, testEmptyValue) }
 func testEmptyValue(t *testing.T, s impl) {
 	m := s.open(t)
 	for _, v := range [][]byte{nil, {}} {
-		if err := m.Put("k", v); err != nil {
+		if err := m.Put(overlay.Item{Key: "k", Value: v}); err != nil {
 			t.Fatal(err)
 		}
 		got, found, err := m.Get("k")
-		if err != nil || !found || len(got) != 0 {
-			t.Fatalf("Put(%#v) then Get = %q, %v, %v; want empty, true, nil", v, got, found, err)
+		if err != nil || !found || len(got.Value) != 0 {
+			t.Fatalf("Put(%#v) then Get = %q, %v, %v; want empty, true, nil", v, got.Value, found, err)
 		}
 	}
 }
@@ -244,8 +247,8 @@ func testPutBatch(t *testing.T, s impl) {
 				t.Fatalf("Len = %d, want %d", m.Len(), len(tt.want))
 			}
 			for k, want := range tt.want {
-				if v, found, _ := m.Get(k); !found || string(v) != want {
-					t.Errorf("Get(%q) = %q, %v; want %q", k, v, found, want)
+				if got, found, _ := m.Get(k); !found || string(got.Value) != want {
+					t.Errorf("Get(%q) = %q, %v; want %q", k, got.Value, found, want)
 				}
 			}
 		})
@@ -323,7 +326,7 @@ func testCountDoesNotAllocatePerItem(t *testing.T, s impl) {
 	}
 	m := s.open(t)
 	for i := range 10000 {
-		m.Put(overlay.Uint64Key(uint64(i)), nil)
+		m.Put(overlay.Item{Key: overlay.Uint64Key(uint64(i)), Value: nil})
 	}
 	ranges := []overlay.Range{
 		overlay.FullRange,
@@ -373,11 +376,11 @@ func testDeleteRange(t *testing.T, s impl) {
 				t.Errorf("Count(%s) = %d after deleting it", tt.r, n)
 			}
 			// The store stays usable.
-			if err := m.Put("q", []byte("q")); err != nil {
+			if err := m.Put(overlay.Item{Key: "q", Value: []byte("q")}); err != nil {
 				t.Fatal(err)
 			}
-			if v, found, _ := m.Get("q"); !found || string(v) != "q" {
-				t.Errorf("Get after DeleteRange = %q, %v", v, found)
+			if got, found, _ := m.Get("q"); !found || string(got.Value) != "q" {
+				t.Errorf("Get after DeleteRange = %q, %v", got.Value, found)
 			}
 		})
 	}
@@ -431,7 +434,7 @@ func testMatchesReference(tt *testing.T, s impl) {
 			"put": func(t *rapid.T) {
 				k := keyGen.Draw(t, "key")
 				v := []byte(rapid.StringN(0, 4, -1).Draw(t, "value"))
-				if err := m.Put(k, v); err != nil {
+				if err := m.Put(overlay.Item{Key: k, Value: v}); err != nil {
 					t.Fatal(err)
 				}
 				ref[k] = bytes.Clone(v)
@@ -471,7 +474,8 @@ func testMatchesReference(tt *testing.T, s impl) {
 			},
 			"get": func(t *rapid.T) {
 				k := keyGen.Draw(t, "key")
-				v, found, err := m.Get(k)
+				got, found, err := m.Get(k)
+				v := got.Value
 				want, wantFound := ref[k]
 				if err != nil || found != wantFound || !bytes.Equal(v, want) {
 					t.Fatalf("Get(%q) = %q, %v, %v; want %q, %v", k, v, found, err, want, wantFound)
@@ -485,7 +489,8 @@ func testMatchesReference(tt *testing.T, s impl) {
 					want = want[:limit]
 				}
 				var got []overlay.Key
-				err := m.Ascend(r, func(k overlay.Key, v []byte) bool {
+				err := m.Ascend(r, func(it overlay.Item) bool {
+					k, v := it.Key, it.Value
 					if !bytes.Equal(v, ref[k]) {
 						t.Fatalf("Ascend(%s): key %q has value %q, want %q", r, k, v, ref[k])
 					}
@@ -527,7 +532,7 @@ func benchmarkPut(b *testing.B, m overlay.Store) {
 	var i uint64
 	for b.Loop() {
 		// A multiplicative hash spreads the keys over the tree instead of appending at its end.
-		if err := m.Put(overlay.Uint64Key(i*0x9e3779b97f4a7c15), value); err != nil {
+		if err := m.Put(overlay.Item{Key: overlay.Uint64Key(i * 0x9e3779b97f4a7c15), Value: value}); err != nil {
 			b.Fatal(err)
 		}
 		i++
@@ -540,7 +545,7 @@ func benchmarkAscend100(b *testing.B, m overlay.Store) {
 	const n = 100_000
 	value := make([]byte, 100)
 	for i := range uint64(n) {
-		m.Put(overlay.Uint64Key(i), value)
+		m.Put(overlay.Item{Key: overlay.Uint64Key(i), Value: value})
 	}
 	var i uint64
 	for b.Loop() {
@@ -549,12 +554,51 @@ func benchmarkAscend100(b *testing.B, m overlay.Store) {
 		i++
 		r := overlay.Range{Start: overlay.Uint64Key(start), End: overlay.Uint64Key((start + n/2) % n)}
 		seen := 0
-		m.Ascend(r, func(overlay.Key, []byte) bool {
+		m.Ascend(r, func(it overlay.Item) bool {
 			seen++
 			return seen < 100
 		})
 		if seen != 100 {
 			b.Fatalf("visited %d items, want 100", seen)
 		}
+	}
+}
+
+func TestStampsAreKept(t *testing.T) { forEachImpl(t, testStampsAreKept) }
+
+// Every write keeps its item's stamp, which Get and Ascend give back, across a reopen too.
+func testStampsAreKept(t *testing.T, s impl) {
+	m := s.open(t)
+	if err := m.Put(overlay.Item{Key: "a", Value: []byte("va"), Written: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.PutBatch([]overlay.Item{{Key: "b", Value: []byte("vb"), Written: 1 << 62}, {Key: "c", Value: nil}}, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Put(overlay.Item{Key: "a", Value: []byte("va2"), Written: 9}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[overlay.Key]uint64{"a": 9, "b": 1 << 62, "c": 0}
+	check := func(m overlay.Store) {
+		t.Helper()
+		for k, w := range want {
+			if it, found, err := m.Get(k); err != nil || !found || it.Written != w || it.Key != k {
+				t.Errorf("Get(%q) = %+v, %v, %v; want stamp %d", k, it, found, err, w)
+			}
+		}
+		seen := 0
+		if err := m.Ascend(overlay.FullRange, func(it overlay.Item) bool {
+			if it.Written != want[it.Key] {
+				t.Errorf("Ascend: %q has stamp %d, want %d", it.Key, it.Written, want[it.Key])
+			}
+			seen++
+			return true
+		}); err != nil || seen != len(want) {
+			t.Errorf("Ascend visited %d items, %v; want %d", seen, err, len(want))
+		}
+	}
+	check(m)
+	if s.reopen != nil {
+		check(s.reopen(t, m))
 	}
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -19,6 +20,29 @@ const (
 	itemsEnd   byte = itemPrefix + 1
 	metaPrefix byte = 'm'
 )
+
+// An item's record is its write stamp, 8 bytes big-endian, then its value. A database written
+// before the stamps existed holds bare values: formatMeta tells the two apart, and such a
+// database is refused rather than misread.
+const (
+	stampLen   = 8
+	formatMeta = "item-format"
+)
+
+var stampedFormat = []byte("stamped-v1")
+
+// record encodes it as an item's database value.
+func record(it overlay.Item) []byte {
+	return append(binary.BigEndian.AppendUint64(make([]byte, 0, stampLen+len(it.Value)), it.Written), it.Value...)
+}
+
+// fromRecord decodes an item's database value (the caller's own copy) under key k.
+func fromRecord(k overlay.Key, rec []byte) (overlay.Item, error) {
+	if len(rec) < stampLen {
+		return overlay.Item{}, fmt.Errorf("item %q: record of %d bytes, shorter than its write stamp", k, len(rec))
+	}
+	return overlay.Item{Key: k, Written: binary.BigEndian.Uint64(rec), Value: rec[stampLen:]}, nil
+}
 
 // Pebble is an overlay.Store kept in a Pebble database on disk, beside the node's metadata
 // (GetMeta, SetMeta), so that a node restarted on the same directory finds both again.
@@ -62,7 +86,27 @@ func OpenPebble(dir string, log *zap.Logger) (*Pebble, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("open pebble store %s: count items: %w", dir, err)
 	}
+	if err := p.checkFormat(); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open pebble store %s: %w", dir, err)
+	}
 	return p, nil
+}
+
+// checkFormat refuses a database whose items were written without stamps, and marks a new one.
+func (p *Pebble) checkFormat() error {
+	format, found, err := p.GetMeta(formatMeta)
+	switch {
+	case err != nil:
+		return err
+	case found && bytes.Equal(format, stampedFormat):
+		return nil
+	case found:
+		return fmt.Errorf("item format %q is not this version's %q: start the node on a new data directory", format, stampedFormat)
+	case p.n > 0:
+		return fmt.Errorf("%d items stored by an older skiprange, without write stamps: start the node on a new data directory", p.n)
+	}
+	return p.SetMeta(formatMeta, stampedFormat)
 }
 
 // pebbleLogger adapts a zap logger to pebble.Logger.
@@ -116,30 +160,37 @@ func (p *Pebble) has(key []byte) (bool, error) {
 	return true, closer.Close()
 }
 
-// Get returns a copy of the value stored under k.
-func (p *Pebble) Get(k overlay.Key) (value []byte, found bool, err error) {
-	value, found, err = p.get(itemKey(k))
-	if err != nil {
-		return nil, false, fmt.Errorf("pebble store: get %q: %w", k, err)
+// Get returns the item stored under k, its value a copy.
+func (p *Pebble) Get(k overlay.Key) (overlay.Item, bool, error) {
+	rec, found, err := p.get(itemKey(k))
+	if err == nil && found {
+		var it overlay.Item
+		if it, err = fromRecord(k, rec); err == nil {
+			return it, true, nil
+		}
 	}
-	return value, found, nil
+	if err != nil {
+		return overlay.Item{}, false, fmt.Errorf("pebble store: get %q: %w", k, err)
+	}
+	return overlay.Item{}, false, nil
 }
 
-// Put stores value under k, replacing any previous value; the caller may reuse value afterwards.
+// Put stores it, replacing any previous value of its key; the caller may reuse its value
+// afterwards.
 //
 // The write is not synced: until the next synced write (PutBatch(sync=true), SetMeta, Sync) it
 // waits in Pebble's log buffer — not even in the operating system's — so a killed process loses
 // it. Pebble keeps one write-ahead log in commit order, so each synced write makes every earlier
 // one durable too: the runtime calls Sync once per step that wrote, before anything of that step
 // (a write's acknowledgement among it) leaves the node.
-func (p *Pebble) Put(k overlay.Key, value []byte) error {
-	key := itemKey(k)
+func (p *Pebble) Put(it overlay.Item) error {
+	key := itemKey(it.Key)
 	existed, err := p.has(key)
 	if err != nil {
-		return fmt.Errorf("pebble store: put %q: look up: %w", k, err)
+		return fmt.Errorf("pebble store: put %q: look up: %w", it.Key, err)
 	}
-	if err := p.db.Set(key, value, pebble.NoSync); err != nil {
-		return fmt.Errorf("pebble store: put %q: %w", k, err)
+	if err := p.db.Set(key, record(it), pebble.NoSync); err != nil {
+		return fmt.Errorf("pebble store: put %q: %w", it.Key, err)
 	}
 	p.dirty = true
 	if !existed {
@@ -202,7 +253,7 @@ func (p *Pebble) PutBatch(items []overlay.Item, sync bool) error {
 				added++
 			}
 		}
-		if err := b.Set(key, it.Value, nil); err != nil {
+		if err := b.Set(key, record(it), nil); err != nil {
 			return fmt.Errorf("pebble store: put batch: add %q: %w", it.Key, err)
 		}
 	}
@@ -283,15 +334,19 @@ func (p *Pebble) DeleteRange(r overlay.Range) error {
 // is visited from its Start up to the largest key, then from the smallest key up to its End; the
 // full range is visited in key order from the smallest key. Each value is a fresh copy that fn
 // may keep; fn must not modify the store.
-func (p *Pebble) Ascend(r overlay.Range, fn func(k overlay.Key, value []byte) bool) error {
+func (p *Pebble) Ascend(r overlay.Range, fn func(it overlay.Item) bool) error {
 	var valueErr error
-	err := p.walk(r, func(it *pebble.Iterator) bool {
-		v, err := it.ValueAndErr()
+	err := p.walk(r, func(iter *pebble.Iterator) bool {
+		v, err := iter.ValueAndErr()
+		var it overlay.Item
+		if err == nil {
+			it, err = fromRecord(overlay.Key(iter.Key()[1:]), bytes.Clone(v))
+		}
 		if err != nil {
 			valueErr = err
 			return false
 		}
-		return fn(overlay.Key(it.Key()[1:]), bytes.Clone(v))
+		return fn(it)
 	})
 	if err = errors.Join(valueErr, err); err != nil {
 		return fmt.Errorf("pebble store: ascend %s: %w", r, err)

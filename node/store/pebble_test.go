@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/skiprange/skiprange/overlay"
 )
 
@@ -76,8 +78,8 @@ func TestPebbleSurvivesReopen(t *testing.T) {
 		if k == "a" {
 			wantV = []byte("changed")
 		}
-		if v, found, err := p.Get(k); err != nil || !found || !bytes.Equal(v, wantV) {
-			t.Errorf("after reopen Get(%q) = %q, %v, %v; want %q", k, v, found, err, wantV)
+		if got, found, err := p.Get(k); err != nil || !found || !bytes.Equal(got.Value, wantV) {
+			t.Errorf("after reopen Get(%q) = %q, %v, %v; want %q", k, got.Value, found, err, wantV)
 		}
 	}
 	for name, wantV := range map[string]string{"range-start": "b", "": "empty name"} {
@@ -166,7 +168,8 @@ func TestPebbleValuesAreNotAliased(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ascended [][]byte
-	if err := p.Ascend(overlay.FullRange, func(_ overlay.Key, v []byte) bool {
+	if err := p.Ascend(overlay.FullRange, func(it overlay.Item) bool {
+		v := it.Value
 		ascended = append(ascended, v) // kept past the callback, as handoffs do
 		return true
 	}); err != nil {
@@ -184,7 +187,7 @@ func TestPebbleValuesAreNotAliased(t *testing.T) {
 
 	// Overwrite and scribble everywhere, and move the data from the memtable to a table.
 	for _, k := range testKeys {
-		if err := p.Put(k, []byte("XXXXXXXX")); err != nil {
+		if err := p.Put(overlay.Item{Key: k, Value: []byte("XXXXXXXX")}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -194,8 +197,8 @@ func TestPebbleValuesAreNotAliased(t *testing.T) {
 	if _, _, err := p.Get("b"); err != nil {
 		t.Fatal(err)
 	}
-	if string(got) != "va" {
-		t.Errorf("value from Get changed to %q, want \"va\"", got)
+	if string(got.Value) != "va" {
+		t.Errorf("value from Get changed to %q, want \"va\"", got.Value)
 	}
 	for i, v := range ascended {
 		if want := valueOf(testKeys[i]); !bytes.Equal(v, want) {
@@ -207,14 +210,15 @@ func TestPebbleValuesAreNotAliased(t *testing.T) {
 	}
 
 	// And the other way round: modifying a returned value does not reach the store.
-	if err := p.Put("new", []byte("YYYYYYYY")); err != nil { // in the memtable, not the table
+	if err := p.Put(overlay.Item{Key: "new", Value: []byte("YYYYYYYY")}); err != nil { // in the memtable, not the table
 		t.Fatal(err)
 	}
-	v, _, _ := p.Get("a")
+	got, _, _ = p.Get("a")
+	clear(got.Value)
+	v, _, _ := p.GetMeta("x")
 	clear(v)
-	v, _, _ = p.GetMeta("x")
-	clear(v)
-	if err := p.Ascend(overlay.FullRange, func(_ overlay.Key, v []byte) bool {
+	if err := p.Ascend(overlay.FullRange, func(it overlay.Item) bool {
+		v := it.Value
 		clear(v)
 		return true
 	}); err != nil {
@@ -225,8 +229,8 @@ func TestPebbleValuesAreNotAliased(t *testing.T) {
 		if k == "new" {
 			want = "YYYYYYYY"
 		}
-		if v, _, _ := p.Get(k); string(v) != want {
-			t.Errorf("Get(%q) after modifying returned values = %q, want %q", k, v, want)
+		if got, _, _ := p.Get(k); string(got.Value) != want {
+			t.Errorf("Get(%q) after modifying returned values = %q, want %q", k, got.Value, want)
 		}
 	}
 	if v, _, _ := p.GetMeta("x"); string(v) != "meta" {
@@ -237,7 +241,7 @@ func TestPebbleValuesAreNotAliased(t *testing.T) {
 // An empty synced batch is a durability barrier, not an error.
 func TestPebbleEmptySyncedBatch(t *testing.T) {
 	p := openPebble(t, t.TempDir())
-	if err := p.Put("k", []byte("v")); err != nil {
+	if err := p.Put(overlay.Item{Key: "k", Value: []byte("v")}); err != nil {
 		t.Fatal(err)
 	}
 	for _, items := range [][]overlay.Item{nil, {}} {
@@ -290,7 +294,7 @@ func TestPebbleSyncSurvivesACrash(t *testing.T) {
 			os.Exit(3)
 		}
 		for i := 0; i < 10; i++ {
-			if p.Put(overlay.Key(fmt.Sprintf("k%d", i)), []byte("v")) != nil {
+			if p.Put(overlay.Item{Key: overlay.Key(fmt.Sprintf("k%d", i)), Value: []byte("v")}) != nil {
 				os.Exit(4)
 			}
 		}
@@ -317,5 +321,33 @@ func TestPebbleSyncSurvivesACrash(t *testing.T) {
 	}
 	if err := p.Sync(); err != nil {
 		t.Fatalf("Sync with nothing to sync: %v", err)
+	}
+}
+
+// A database whose items were written before the stamps existed holds bare values, which would
+// be misread as stamps: it is refused with a clear error, and an empty one is taken and marked.
+func TestPebbleRefusesItemsWithoutStamps(t *testing.T) {
+	dir := t.TempDir()
+	p := openPebble(t, dir)
+	if err := p.db.Set(itemKey("k"), []byte("bare value"), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.db.Delete(metaKey(formatMeta), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if q, err := OpenPebble(dir, nil); err == nil || !strings.Contains(err.Error(), "without write stamps") {
+		if q != nil {
+			_ = q.Close()
+		}
+		t.Fatalf("OpenPebble on items without stamps: %v; want an error naming them", err)
+	}
+
+	empty := t.TempDir()
+	q := openPebble(t, empty)
+	if format, found, err := q.GetMeta(formatMeta); err != nil || !found || string(format) != string(stampedFormat) {
+		t.Errorf("a new store's format = %q, %v, %v; want %q", format, found, err, stampedFormat)
 	}
 }

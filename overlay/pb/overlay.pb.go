@@ -457,9 +457,13 @@ func (x *NodeRef) GetIncarnation() uint64 {
 }
 
 type Item struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Key           []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
-	Value         []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Key   []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Value []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	// written: the write's stamp (hybrid logical clock, nanoseconds) between nodes; of two copies
+	// of a key the one written later stands (skipgraph/stamp.go). 0 is a copy of unknown age.
+	// Clients neither send nor see it.
+	Written       uint64 `protobuf:"varint,3,opt,name=written,proto3" json:"written,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -506,6 +510,13 @@ func (x *Item) GetValue() []byte {
 		return x.Value
 	}
 	return nil
+}
+
+func (x *Item) GetWritten() uint64 {
+	if x != nil {
+		return x.Written
+	}
+	return 0
 }
 
 // Route is the routing state of a message on its way to the owner of key.
@@ -1151,9 +1162,15 @@ type BatchPut struct {
 	// verdict, a giver that heard no confirmation of its commit). The other side of the handoff,
 	// if it remembers settling it (SettledHandoff), stores none of them: what it holds of the
 	// piece is newer, deletes included.
-	CopiesOfXfer  uint64 `protobuf:"varint,9,opt,name=copies_of_xfer,json=copiesOfXfer,proto3" json:"copies_of_xfer,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	CopiesOfXfer uint64 `protobuf:"varint,9,opt,name=copies_of_xfer,json=copiesOfXfer,proto3" json:"copies_of_xfer,omitempty"`
+	// copies: the items and deletes are copies held elsewhere, each with its write stamp: a copy
+	// stands only where it was written later than the owner's own (with keep_existing, strictly
+	// later). Without it the batch is a client's and the owner stamps each item anew.
+	Copies bool `protobuf:"varint,10,opt,name=copies,proto3" json:"copies,omitempty"`
+	// deletes_written: the stamp of each delete, in the order of deletes (missing: 0).
+	DeletesWritten []uint64 `protobuf:"varint,11,rep,packed,name=deletes_written,json=deletesWritten,proto3" json:"deletes_written,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *BatchPut) Reset() {
@@ -1247,6 +1264,20 @@ func (x *BatchPut) GetCopiesOfXfer() uint64 {
 		return x.CopiesOfXfer
 	}
 	return 0
+}
+
+func (x *BatchPut) GetCopies() bool {
+	if x != nil {
+		return x.Copies
+	}
+	return false
+}
+
+func (x *BatchPut) GetDeletesWritten() []uint64 {
+	if x != nil {
+		return x.DeletesWritten
+	}
+	return nil
 }
 
 type BatchPutReply struct {
@@ -1463,8 +1494,10 @@ type Handoff struct {
 	// that held the part's items comes back, the values that arrived after the take-over are
 	// newer than its copies (first chunk).
 	LostAgesNanos []uint64 `protobuf:"varint,14,rep,packed,name=lost_ages_nanos,json=lostAgesNanos,proto3" json:"lost_ages_nanos,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The stamp of each delete of deletes, in order (missing: 0).
+	DeletesWritten []uint64 `protobuf:"varint,15,rep,packed,name=deletes_written,json=deletesWritten,proto3" json:"deletes_written,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Handoff) Reset() {
@@ -1595,6 +1628,13 @@ func (x *Handoff) GetLostAgesNanos() []uint64 {
 	return nil
 }
 
+func (x *Handoff) GetDeletesWritten() []uint64 {
+	if x != nil {
+		return x.DeletesWritten
+	}
+	return nil
+}
+
 // Tombstone is a key deleted in a lost part of a node's range, and when.
 type Tombstone struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
@@ -1602,7 +1642,9 @@ type Tombstone struct {
 	DeletedUnixNano int64                  `protobuf:"varint,2,opt,name=deleted_unix_nano,json=deletedUnixNano,proto3" json:"deleted_unix_nano,omitempty"`
 	// In a handoff: how long before the chunk was sent the key was deleted. The receiver goes by
 	// it rather than by deleted_unix_nano (the giver's clock), so that clocks need not agree.
-	AgeNanos      uint64 `protobuf:"varint,3,opt,name=age_nanos,json=ageNanos,proto3" json:"age_nanos,omitempty"`
+	AgeNanos uint64 `protobuf:"varint,3,opt,name=age_nanos,json=ageNanos,proto3" json:"age_nanos,omitempty"`
+	// written: the delete's stamp (hybrid logical clock), compared with the stamps of copies.
+	Written       uint64 `protobuf:"varint,4,opt,name=written,proto3" json:"written,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1654,6 +1696,13 @@ func (x *Tombstone) GetDeletedUnixNano() int64 {
 func (x *Tombstone) GetAgeNanos() uint64 {
 	if x != nil {
 		return x.AgeNanos
+	}
+	return 0
+}
+
+func (x *Tombstone) GetWritten() uint64 {
+	if x != nil {
+		return x.Written
 	}
 	return 0
 }
@@ -4483,10 +4532,11 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\aversion\x18\x03 \x01(\x04R\aversion\x12\x12\n" +
 	"\x04mvec\x18\x04 \x01(\x06R\x04mvec\x12\x14\n" +
 	"\x05addrs\x18\x05 \x03(\fR\x05addrs\x12 \n" +
-	"\vincarnation\x18\x06 \x01(\x06R\vincarnation\".\n" +
+	"\vincarnation\x18\x06 \x01(\x06R\vincarnation\"H\n" +
 	"\x04Item\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value\"\xb5\x01\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\x12\x18\n" +
+	"\awritten\x18\x03 \x01(\x04R\awritten\"\xb5\x01\n" +
 	"\x05Route\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x12\n" +
 	"\x04hops\x18\x02 \x01(\rR\x04hops\x12\x1d\n" +
@@ -4548,7 +4598,7 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x04hops\x18\a \x01(\rR\x04hops\x12\x1e\n" +
 	"\n" +
 	"incomplete\x18\b \x01(\bR\n" +
-	"incomplete\"\xcb\x02\n" +
+	"incomplete\"\x8c\x03\n" +
 	"\bBatchPut\x12\x15\n" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x122\n" +
 	"\x06origin\x18\x02 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x06origin\x12.\n" +
@@ -4558,7 +4608,10 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\awalking\x18\x06 \x01(\bR\awalking\x12#\n" +
 	"\rkeep_existing\x18\a \x01(\bR\fkeepExisting\x12\x18\n" +
 	"\adeletes\x18\b \x03(\fR\adeletes\x12$\n" +
-	"\x0ecopies_of_xfer\x18\t \x01(\x04R\fcopiesOfXfer\"\x85\x01\n" +
+	"\x0ecopies_of_xfer\x18\t \x01(\x04R\fcopiesOfXfer\x12\x16\n" +
+	"\x06copies\x18\n" +
+	" \x01(\bR\x06copies\x12'\n" +
+	"\x0fdeletes_written\x18\v \x03(\x04R\x0edeletesWritten\"\x85\x01\n" +
 	"\rBatchPutReply\x12\x15\n" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x121\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x19.skiprange.overlay.StatusR\x06status\x12\x16\n" +
@@ -4570,7 +4623,7 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x05exact\x18\x03 \x01(\bR\x05exact\x12\x14\n" +
 	"\x05below\x18\x04 \x01(\bR\x05below\"%\n" +
 	"\vJoinRefused\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"\x9d\x04\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xc6\x04\n" +
 	"\aHandoff\x12\x17\n" +
 	"\axfer_id\x18\x01 \x01(\x04R\x06xferId\x122\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x1e.skiprange.overlay.HandoffKindR\x04kind\x12\x14\n" +
@@ -4588,11 +4641,13 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\n" +
 	"tombstones\x18\r \x03(\v2\x1c.skiprange.overlay.TombstoneR\n" +
 	"tombstones\x12&\n" +
-	"\x0flost_ages_nanos\x18\x0e \x03(\x04R\rlostAgesNanos\"f\n" +
+	"\x0flost_ages_nanos\x18\x0e \x03(\x04R\rlostAgesNanos\x12'\n" +
+	"\x0fdeletes_written\x18\x0f \x03(\x04R\x0edeletesWritten\"\x80\x01\n" +
 	"\tTombstone\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12*\n" +
 	"\x11deleted_unix_nano\x18\x02 \x01(\x03R\x0fdeletedUnixNano\x12\x1b\n" +
-	"\tage_nanos\x18\x03 \x01(\x04R\bageNanos\"9\n" +
+	"\tage_nanos\x18\x03 \x01(\x04R\bageNanos\x12\x18\n" +
+	"\awritten\x18\x04 \x01(\x04R\awritten\"9\n" +
 	"\n" +
 	"HandoffAck\x12\x17\n" +
 	"\axfer_id\x18\x01 \x01(\x04R\x06xferId\x12\x12\n" +

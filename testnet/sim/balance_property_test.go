@@ -158,7 +158,8 @@ func (b *balanceNet) explainItems() {
 		if !s.alive {
 			continue
 		}
-		_ = s.store.Ascend(overlay.FullRange, func(k overlay.Key, v []byte) bool {
+		_ = s.store.Ascend(overlay.FullRange, func(it overlay.Item) bool {
+			k, v := it.Key, it.Value
 			want, ok := b.h.Expected[k]
 			owner := b.h.Net.Owner(k)
 			if !ok || want != string(v) || owner == nil || owner.ID() != s.id {
@@ -448,7 +449,7 @@ func (b *balanceNet) nix(t *rapid.T, ids []overlay.NodeID) string {
 		c.receiver = pred.ID
 		piece = overlay.Range{Start: nd.Range().Start, End: split}
 	}
-	_ = nd.Store().Ascend(piece, func(overlay.Key, []byte) bool { c.held++; return true })
+	_ = nd.Store().Ascend(piece, func(it overlay.Item) bool { c.held++; return true })
 	err := nd.GiveNIX(toSucc, split, pb.Cause_CAUSE_BALANCE, func(ok bool, items int) {
 		c.calls++
 		c.ok, c.items = ok, items

@@ -713,7 +713,8 @@ func (h *Harness) itemReferences() (spec, placement int, weightedMove *workload.
 	for _, s := range h.Net.owners() { // in ring order
 		b := s.node.Balancer
 		lo := len(loads)
-		_ = s.node.Store().Ascend(s.node.Range(), func(k overlay.Key, _ []byte) bool {
+		_ = s.node.Store().Ascend(s.node.Range(), func(it overlay.Item) bool {
+			k := it.Key
 			loads = append(loads, b.Tracker().KeyLoad(k, now))
 			return true
 		})

@@ -67,7 +67,8 @@ func (nw *Network) Check() Report {
 	for _, s := range nw.owners() {
 		r := s.node.Range()
 		stray := 0
-		_ = s.store.Ascend(overlay.FullRange, func(k overlay.Key, _ []byte) bool {
+		_ = s.store.Ascend(overlay.FullRange, func(it overlay.Item) bool {
+			k := it.Key
 			if !r.Contains(k) {
 				stray++
 			}
@@ -188,7 +189,8 @@ func (nw *Network) CheckItems(expected map[overlay.Key]string, lost map[overlay.
 	held := 0 // expected keys, not lost, that their owner holds
 	for i, s := range owners {
 		own, owns := ownRange(owners, i)
-		_ = s.store.Ascend(overlay.FullRange, func(k overlay.Key, v []byte) bool {
+		_ = s.store.Ascend(overlay.FullRange, func(it overlay.Item) bool {
+			k, v := it.Key, it.Value
 			want, ok := expected[k]
 			switch {
 			case !ok:

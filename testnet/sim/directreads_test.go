@@ -139,7 +139,7 @@ func TestDirectReadsFollowPiecesInFlight(t *testing.T) {
 	owners := nw.owners()
 	for i, s := range owners[:len(owners)-1] {
 		var mine []overlay.Key
-		_ = s.node.Store().Ascend(s.node.Range(), func(k overlay.Key, _ []byte) bool { mine = append(mine, k); return true })
+		_ = s.node.Store().Ascend(s.node.Range(), func(it overlay.Item) bool { mine = append(mine, it.Key); return true })
 		if len(mine) >= 10 && s.node.Range().Start < s.node.Range().End {
 			giver, receiver, split = s.node, owners[i+1].node, mine[len(mine)/2]
 			break

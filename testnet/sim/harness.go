@@ -140,7 +140,8 @@ func (h *Harness) Crash(id overlay.NodeID) error {
 	if n == nil || !h.Net.Alive(id) {
 		return fmt.Errorf("node %s is not running", id)
 	}
-	_ = n.Store().Ascend(overlay.FullRange, func(k overlay.Key, _ []byte) bool {
+	_ = n.Store().Ascend(overlay.FullRange, func(it overlay.Item) bool {
+		k := it.Key
 		if _, ok := h.Expected[k]; ok && n.Responsible(k) {
 			h.Lost[k] = true
 		}

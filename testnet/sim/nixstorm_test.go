@@ -103,7 +103,8 @@ func TestNIXStormAcrossSeam(t *testing.T) {
 		for _, s := range h.Net.owners() {
 			bl := s.node.Balancer
 			own := 0.0
-			_ = s.node.Store().Ascend(s.node.Range(), func(k overlay.Key, _ []byte) bool {
+			_ = s.node.Store().Ascend(s.node.Range(), func(it overlay.Item) bool {
+				k := it.Key
 				own += bl.Tracker().KeyLoad(k, now)
 				return true
 			})

@@ -98,7 +98,7 @@ func (p *propertyNet) settle(what string) {
 		p.t.Fatalf("%s: invariants do not hold again: %s", what, p.h.Net.Check())
 	}
 	for k, old := range p.either {
-		if v, ok, _ := p.h.Net.Owner(k).Store().Get(k); ok && string(v) == old {
+		if got, ok, _ := p.h.Net.Owner(k).Store().Get(k); ok && string(got.Value) == old {
 			p.h.Expected[k] = old
 		}
 	}

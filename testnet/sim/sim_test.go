@@ -141,7 +141,7 @@ func TestCheckItemsAgainstBruteForce(t *testing.T) {
 	for i := 0; i < 400; i++ {
 		k := overlay.Uint64Key(uint64(i * 2499))
 		v := fmt.Sprint(i)
-		if err := h.Net.Owner(k).Store().Put(k, []byte(v)); err != nil {
+		if err := h.Net.Owner(k).Store().Put(overlay.Item{Key: k, Value: []byte(v)}); err != nil {
 			t.Fatal(err)
 		}
 		h.Expected[k] = v
@@ -172,7 +172,7 @@ func TestCheckItemsAgainstBruteForce(t *testing.T) {
 	}
 	for i := 10; i < 15; i++ { // moved to a node that does not own it
 		must(h.Net.Owner(key(i)).Store().Delete(key(i)))
-		must(elsewhere(key(i)).Put(key(i), []byte(h.Expected[key(i)])))
+		must(elsewhere(key(i)).Put(overlay.Item{Key: key(i), Value: []byte(h.Expected[key(i)])}))
 	}
 	for i := 15; i < 18; i++ { // gone, but reported lost
 		must(h.Net.Owner(key(i)).Store().Delete(key(i)))
@@ -181,10 +181,10 @@ func TestCheckItemsAgainstBruteForce(t *testing.T) {
 	h.Lost[key(18)] = true              // lost, yet still there
 	h.Lost[overlay.Uint64Key(7)] = true // lost, never expected
 	for i := 20; i < 24; i++ {          // wrong values
-		must(h.Net.Owner(key(i)).Store().Put(key(i), []byte("bad")))
+		must(h.Net.Owner(key(i)).Store().Put(overlay.Item{Key: key(i), Value: []byte("bad")}))
 	}
-	must(owners[0].store.Put(overlay.Uint64Key(1), []byte("x"))) // unexpected
-	must(owners[1].store.Put(overlay.Uint64Key(3), []byte("y")))
+	must(owners[0].store.Put(overlay.Item{Key: overlay.Uint64Key(1), Value: []byte("x")})) // unexpected
+	must(owners[1].store.Put(overlay.Item{Key: overlay.Uint64Key(3), Value: []byte("y")}))
 
 	var missing, extra, wrong int
 	for k, v := range h.Expected {
@@ -193,12 +193,13 @@ func TestCheckItemsAgainstBruteForce(t *testing.T) {
 		switch {
 		case !found && !h.Lost[k]:
 			missing++
-		case found && string(got) != v:
+		case found && string(got.Value) != v:
 			wrong++
 		}
 	}
 	for _, s := range owners {
-		must(s.store.Ascend(overlay.FullRange, func(k overlay.Key, v []byte) bool {
+		must(s.store.Ascend(overlay.FullRange, func(it overlay.Item) bool {
+			k := it.Key
 			if _, ok := h.Expected[k]; !ok {
 				extra++
 			}

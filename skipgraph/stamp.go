@@ -1,0 +1,68 @@
+package skipgraph
+
+import "github.com/skiprange/skiprange/overlay"
+
+// Write stamps. Two copies of a key meet whenever a node writes out items it holds but may not
+// own — the overlap of a re-admission, a joiner's or receiver's copies of a handoff whose other
+// side went silent, strays — and the claims that settle who owns a range say nothing about
+// which copy of a key is newer: a node cut off alone takes the rest of the circle over piece by
+// piece, each take-over a new claim version, and its claim outranks at the heal a ring that went
+// on taking writes (the docker chaos test saw it). So every value and every delete carries the
+// stamp of its write, and a copy stands only where it was written later than the one it meets.
+//
+// A stamp is a hybrid logical clock in nanoseconds: the node's clock reading, raised past every
+// stamp it has issued or received and past the value it replaces, so that a write here is
+// later than every copy of the key this node knows of, whatever the skew between the clocks.
+// Between copies written on two sides of a partition the later clock reading wins (last writer
+// wins, as in Cassandra): clocks that disagree by more than the time between two such writes
+// may keep the earlier one. Copies of unknown age carry 0 and lose to any stamped write.
+
+// stamp returns a new write stamp, later than held (the stamp of the value the write replaces),
+// than every stamp issued or seen here, and not earlier than the clock.
+func (n *Node) stamp(held uint64) uint64 {
+	s := max(uint64(max(n.env.Now().UnixNano(), 0)), n.hlc+1, held+1)
+	n.hlc = s
+	return s
+}
+
+// observeStamp raises the stamp clock past a stamp that arrived with a copy.
+func (n *Node) observeStamp(s uint64) { n.hlc = max(n.hlc, s) }
+
+// supersedes reports whether a copy stamped w replaces one stamped held: written later, or as
+// late where keepHeld does not ask for the held one to stand (a tie is a copy of the same write,
+// or two copies of unknown age).
+func supersedes(w, held uint64, keepHeld bool) bool {
+	return w > held || (w == held && !keepHeld)
+}
+
+// stampAt is the i-th of a message's delete stamps, 0 (unknown age) where it has none.
+func stampAt(stamps []uint64, i int) uint64 {
+	if i < len(stamps) {
+		return stamps[i]
+	}
+	return 0
+}
+
+// heldStamp is the stamp of what this node holds of key: its value, or the delete it remembers
+// (0 for neither).
+func (n *Node) heldStamp(key overlay.Key) uint64 {
+	var s uint64
+	if it, found, _ := n.store.Get(key); found {
+		s = it.Written
+	}
+	if d, ok := n.tombs.get(key); ok {
+		s = max(s, d.written)
+	}
+	return s
+}
+
+// copyStands reports whether a copy of key stamped written — a value or a delete — replaces
+// what this node holds of the key (supersedes), and raises the stamp clock past it.
+func (n *Node) copyStands(key overlay.Key, written uint64, keepHeld bool) bool {
+	n.observeStamp(written)
+	if d, ok := n.tombs.get(key); ok && !supersedes(written, d.written, keepHeld) {
+		return false
+	}
+	held, found, _ := n.store.Get(key)
+	return !found || supersedes(written, held.Written, keepHeld)
+}
