@@ -663,6 +663,7 @@ func invalidCases(n *Node, from *pb.NodeRef) []invalidCase {
 	for i := range longList {
 		longList[i] = from
 	}
+	farAhead := uint64(n.env.Now().Add(maxStampAhead + time.Second).UnixNano())
 	longFrom := proto.Clone(from).(*pb.NodeRef)
 	longFrom.Start = longKey
 	self := n.selfRef
@@ -685,6 +686,10 @@ func invalidCases(n *Node, from *pb.NodeRef) []invalidCase {
 		{"batch value over the limit", env(&pb.BatchPut{ReqId: 1, Origin: from, Route: route(), Items: []*pb.Item{{Key: []byte(k(1)), Value: longVal}}})},
 		{"batch nil item", env(&pb.BatchPut{ReqId: 1, Origin: from, Route: route(), Items: []*pb.Item{nil}})},
 		{"batch deleted key over the limit", env(&pb.BatchPut{ReqId: 1, Origin: from, Route: route(), Deletes: [][]byte{longKey}})},
+		{"batch stamp far ahead", env(&pb.BatchPut{ReqId: 1, Origin: from, Route: route(), Copies: true, Items: []*pb.Item{{Key: []byte(k(1)), Written: farAhead}}})},
+		{"batch delete stamp far ahead", env(&pb.BatchPut{ReqId: 1, Origin: from, Route: route(), Copies: true, Deletes: [][]byte{[]byte(k(1))}, DeletesWritten: []uint64{farAhead}})},
+		{"batch with more delete stamps than deletes", env(&pb.BatchPut{ReqId: 1, Origin: from, Route: route(), Copies: true, Deletes: [][]byte{[]byte(k(1))}, DeletesWritten: []uint64{1, 2}})},
+		{"batch keeping what owners hold, not of copies", env(&pb.BatchPut{ReqId: 1, Origin: from, Route: route(), KeepExisting: true, Items: []*pb.Item{{Key: []byte(k(1))}}})},
 		{"join without route", env(&pb.JoinRequest{Joiner: &pb.NodeRef{Id: []byte("z")}})},
 		{"neighbor update level 64", env(&pb.NeighborUpdate{Level: 64, Side: pb.Side_SIDE_PRED, Node: from})},
 		{"neighbor update level 1000", env(&pb.NeighborUpdate{Level: 1000, Side: pb.Side_SIDE_SUCC, Node: from})},
@@ -695,6 +700,9 @@ func invalidCases(n *Node, from *pb.NodeRef) []invalidCase {
 		{"level scan without side", env(&pb.LevelScan{Origin: from, Level: 1})},
 		{"level found at level 0", env(&pb.LevelFound{Level: 0, Side: pb.Side_SIDE_SUCC, Node: from})},
 		{"ping level 64", env(&pb.Ping{Seq: 1, Level: 64})},
+		{"handoff item stamp far ahead", env(&pb.Handoff{XferId: 1, Kind: pb.HandoffKind_HANDOFF_LEAVE, Start: []byte(k(2000)), End: []byte(k(3000)), Items: []*pb.Item{{Key: []byte(k(2500)), Written: farAhead}}, Last: true})},
+		{"handoff tombstone stamp far ahead", env(&pb.Handoff{XferId: 1, Kind: pb.HandoffKind_HANDOFF_LEAVE, Start: []byte(k(2000)), End: []byte(k(3000)), Tombstones: []*pb.Tombstone{{Key: []byte(k(2500)), Written: farAhead}}, Last: true})},
+		{"handoff delete stamp far ahead", env(&pb.Handoff{XferId: 1, Kind: pb.HandoffKind_HANDOFF_LEAVE, Start: []byte(k(2000)), End: []byte(k(3000)), Deletes: [][]byte{[]byte(k(2500))}, DeletesWritten: []uint64{farAhead}, Last: true})},
 		{"handoff with too many items", env(&pb.Handoff{XferId: 1, Kind: pb.HandoffKind_HANDOFF_LEAVE, Start: []byte(k(2000)), End: []byte(k(3000)), Items: tooMany, Last: true})},
 		{"handoff value over the limit", env(&pb.Handoff{XferId: 1, Kind: pb.HandoffKind_HANDOFF_LEAVE, Start: []byte(k(2000)), End: []byte(k(3000)), Items: []*pb.Item{{Key: []byte(k(2500)), Value: longVal}}, Last: true})},
 		{"handoff bound over the limit", env(&pb.Handoff{XferId: 1, Kind: pb.HandoffKind_HANDOFF_LEAVE, Start: longKey, End: []byte(k(3000)), Last: true})},

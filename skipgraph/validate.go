@@ -3,6 +3,7 @@ package skipgraph
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/skiprange/skiprange/overlay"
 	"github.com/skiprange/skiprange/overlay/pb"
@@ -68,6 +69,9 @@ func (n *Node) validate(m *pb.Envelope) error {
 		if len(b.BatchPut.DeletesWritten) > len(b.BatchPut.Deletes) {
 			return errors.New("more delete stamps than deletes")
 		}
+		if err := n.checkStamps(b.BatchPut.DeletesWritten); err != nil {
+			return err
+		}
 		if !b.BatchPut.Copies && (b.BatchPut.KeepExisting || b.BatchPut.CopiesOfXfer != 0) {
 			return errors.New("keep_existing or copies_of_xfer on a batch that is not of copies")
 		}
@@ -93,6 +97,9 @@ func (n *Node) validate(m *pb.Envelope) error {
 		if len(h.DeletesWritten) > len(h.Deletes) {
 			return errors.New("more delete stamps than deletes")
 		}
+		if err := n.checkStamps(h.DeletesWritten); err != nil {
+			return err
+		}
 		if len(h.Lost) > n.cfg.MaxItemsPerMessage {
 			return errors.New("too many lost ranges")
 		}
@@ -111,6 +118,9 @@ func (n *Node) validate(m *pb.Envelope) error {
 		for _, t := range h.Tombstones {
 			if t == nil || len(t.Key) > n.cfg.MaxKeyLen || !piece.Contains(overlay.Key(t.Key)) {
 				return errors.New("tombstone missing, over the key limit or outside the piece")
+			}
+			if err := n.checkStamps([]uint64{t.Written}); err != nil {
+				return err
 			}
 		}
 		if h.Pred != nil {
@@ -226,6 +236,25 @@ func (n *Node) checkItems(items []*pb.Item) error {
 	for _, it := range items {
 		if it == nil || len(it.Key) > n.cfg.MaxKeyLen || len(it.Value) > n.cfg.MaxValueLen {
 			return errors.New("item missing or over the size limits")
+		}
+		if err := n.checkStamps([]uint64{it.Written}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// maxStampAhead bounds how far ahead of this node's clock a received write stamp may be. A copy
+// stamped further ahead would beat every write of its key made here for that long (and one near
+// the top of the range would wrap the stamp clock); honest clocks agree far better.
+const maxStampAhead = 10 * time.Minute
+
+// checkStamps refuses write stamps beyond maxStampAhead of this node's clock.
+func (n *Node) checkStamps(stamps []uint64) error {
+	limit := uint64(n.env.Now().Add(maxStampAhead).UnixNano())
+	for _, s := range stamps {
+		if s > limit {
+			return fmt.Errorf("write stamp %d more than %s ahead of this node's clock", s, maxStampAhead)
 		}
 	}
 	return nil
