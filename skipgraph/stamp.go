@@ -1,6 +1,10 @@
 package skipgraph
 
-import "github.com/skiprange/skiprange/overlay"
+import (
+	"time"
+
+	"github.com/skiprange/skiprange/overlay"
+)
 
 // Write stamps. Two copies of a key meet whenever a node writes out items it holds but may not
 // own — the overlap of a re-admission, a joiner's or receiver's copies of a handoff whose other
@@ -35,6 +39,15 @@ func supersedes(w, held uint64, keepHeld bool) bool {
 	return w > held || (w == held && !keepHeld)
 }
 
+// Tombstones cover the deletes made where copies are expected back (tombstone.go). A node on the
+// other side of a partition may also hold a copy of a key deleted in a range its owner held all
+// along: it took that range over as lost during the cut and took a write of the key there, and
+// the owner deleted the key later. So every delete is remembered for recentDeleteFor as well,
+// in memory only — the tombstones are persisted with the snapshot, at every change, and every
+// delete of a busy node would rewrite them all — and a copy written before it stays out. A
+// restart forgets them; a partition longer than that brings such a key back.
+const recentDeleteFor = time.Hour
+
 // stampAt is the i-th of a message's delete stamps, 0 (unknown age) where it has none.
 func stampAt(stamps []uint64, i int) uint64 {
 	if i < len(stamps) {
@@ -50,8 +63,17 @@ func (n *Node) heldStamp(key overlay.Key) uint64 {
 	if it, found, _ := n.store.Get(key); found {
 		s = it.Written
 	}
-	if d, ok := n.tombs.get(key); ok {
-		s = max(s, d.written)
+	return max(s, n.deleteStamp(key))
+}
+
+// deleteStamp is the stamp of the latest delete of key this node remembers (0 for none): a
+// tombstone, or a recent delete.
+func (n *Node) deleteStamp(key overlay.Key) uint64 {
+	var s uint64
+	for _, t := range []*tombstones{&n.tombs, &n.recentDeletes} {
+		if d, ok := t.get(key); ok {
+			s = max(s, d.written)
+		}
 	}
 	return s
 }
@@ -61,6 +83,9 @@ func (n *Node) heldStamp(key overlay.Key) uint64 {
 func (n *Node) copyStands(key overlay.Key, written uint64, keepHeld bool) bool {
 	n.observeStamp(written)
 	if d, ok := n.tombs.get(key); ok && !supersedes(written, d.written, keepHeld) {
+		return false
+	}
+	if d, ok := n.recentDeletes.get(key); ok && written <= d.written {
 		return false
 	}
 	held, found, _ := n.store.Get(key)

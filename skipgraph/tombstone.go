@@ -197,6 +197,8 @@ func tombstoneFromPB(t *pb.Tombstone) (overlay.Key, tombstone) {
 // when the key lies in a lost part, or where another node may hold a copy it will write back
 // (copiesMayBeOut).
 func (n *Node) deleted(key overlay.Key, written uint64) {
+	n.recentDeletes.set(key, tombstone{at: n.env.Now(), written: written})
+	n.recentDeletes.evictOldest(n.cfg.MaxTombstones)
 	if n.lost.contains(key) || n.copiesMayBeOut(key) {
 		n.tombs.set(key, tombstone{at: n.env.Now(), written: written})
 		n.evictTombstones()
@@ -260,13 +262,18 @@ func (n *Node) forgetLost(r overlay.Range) {
 	n.tombs.dropIf(func(k overlay.Key, _ tombstone) bool { return r.Contains(k) })
 }
 
-// expireTombstones drops the tombstones older than TombstoneTTL; the tick runs it.
+// expireTombstones drops the tombstones older than TombstoneTTL, and the recent deletes older
+// than recentDeleteFor; the tick runs it.
 func (n *Node) expireTombstones() {
-	if n.tombs.len() == 0 {
-		return
+	for _, t := range []struct {
+		set *tombstones
+		ttl time.Duration
+	}{{&n.tombs, n.cfg.TombstoneTTL}, {&n.recentDeletes, recentDeleteFor}} {
+		if t.set.len() > 0 {
+			cutoff := n.env.Now().Add(-t.ttl)
+			t.set.dropIf(func(_ overlay.Key, d tombstone) bool { return d.at.Before(cutoff) })
+		}
 	}
-	cutoff := n.env.Now().Add(-n.cfg.TombstoneTTL)
-	n.tombs.dropIf(func(_ overlay.Key, d tombstone) bool { return d.at.Before(cutoff) })
 }
 
 // Tombstones returns how many deletes the node remembers.

@@ -393,9 +393,12 @@ func TestRefusedMessagesGoOnAtOnce(t *testing.T) {
 // the upper one's range. At the heal the upper node's claim outranks the majority's (the docker
 // chaos test's partition saw a lone node do this; in the simulator a lone node waits for
 // confirmation and loses), and its store took values after the majority's writes, so the
-// majority's items go to it as writes that keep what it holds. Every key must still end with
-// its latest write. Before write stamps the upper node's values from before the cut stood, and
-// the deletes were undone (with the stamps ignored: 5 keys back, 4 values wrong).
+// majority's items go to it as writes that keep what it holds; the upper node's writes in the
+// majority's ranges go there the same way. Every key must still end with its latest write.
+// Before write stamps the upper node's values from before the cut stood, and the deletes were
+// undone (with the stamps ignored: 5 keys back, 4 values wrong); without the recent deletes a
+// key that the majority deleted in a range its owner held all along came back from the upper
+// node's older copy.
 func TestSmallSideOfACutLosesNoNewerWrite(t *testing.T) {
 	h := build(t, DefaultConfig(), 8)
 	putSpread(t, h, 300)
@@ -460,7 +463,26 @@ func TestSmallSideOfACutLosesNoNewerWrite(t *testing.T) {
 	for _, k := range uppers[:3] {
 		write(upper.id, overlay.Uint64Key(overlay.KeyUint64(k)+1), "small side, new")
 	}
-	h.Net.RunFor(10 * time.Minute)
+	// And keys of a majority node's range, which the upper node took over as lost: the
+	// majority's owner deletes one and rewrites another afterwards, in a range it held all
+	// along (no tombstone: its recent deletes keep the older copy out).
+	var theirs []overlay.Key
+	for k := range h.Expected {
+		if owners[6].node.Range().Contains(k) {
+			theirs = append(theirs, k)
+		}
+	}
+	slices.Sort(theirs)
+	if len(theirs) < 2 {
+		t.Fatalf("%s holds %d keys: the test needs two", owners[6].id, len(theirs))
+	}
+	for _, k := range theirs[:2] {
+		write(upper.id, k, "small side, in a part it took over")
+	}
+	h.Net.RunFor(5 * time.Minute)
+	write(other, theirs[0], "")
+	write(other, theirs[1], "majority, later")
+	h.Net.RunFor(5 * time.Minute)
 	h.Net.Heal()
 	if !h.settle(time.Hour, func(int) {}) {
 		t.Fatalf("an hour after the cut healed: %s", h.Net.Check())
