@@ -70,6 +70,7 @@ type inXfer struct {
 	succList []overlay.Peer
 	lost     lostSet                   // parts of the piece lost with failed nodes
 	tombs    map[overlay.Key]tombstone // keys deleted in those parts
+	recent   map[overlay.Key]tombstone // keys deleted lately anywhere in the piece (stamp.go)
 	early    map[uint32]*pb.Handoff    // chunks that arrived ahead of their turn
 	next     uint32                    // next chunk to apply
 	checked  uint32                    // next as of the last retry timer (progress check)
@@ -155,9 +156,10 @@ func (n *Node) give(kind pb.HandoffKind, cause pb.Cause, to overlay.Peer, piece 
 	if len(chunk) > 0 || len(chunks) == 0 {
 		chunks = append(chunks, chunk)
 	}
-	// The tombstones go ChunkItems to a chunk, in chunks of their own past the items if need be.
-	tombs := n.tombs.within(piece)
-	for len(chunks)*n.cfg.ChunkItems < len(tombs) {
+	// The tombstones and the recent deletes go ChunkItems to a chunk each, in chunks of their
+	// own past the items if need be.
+	tombs, recent := n.tombs.within(piece), n.recentDeletes.within(piece)
+	for len(chunks)*n.cfg.ChunkItems < max(len(tombs), len(recent)) {
 		chunks = append(chunks, nil)
 	}
 	n.out = x
@@ -168,6 +170,9 @@ func (n *Node) give(kind pb.HandoffKind, cause pb.Cause, to overlay.Peer, piece 
 		}
 		if from := i * n.cfg.ChunkItems; from < len(tombs) {
 			h.Tombstones = tombs[from:min(len(tombs), from+n.cfg.ChunkItems)]
+		}
+		if from := i * n.cfg.ChunkItems; from < len(recent) {
+			h.RecentDeletes = recent[from:min(len(recent), from+n.cfg.ChunkItems)]
 		}
 		if i == 0 {
 			for _, r := range n.lost.in(piece) {
@@ -194,13 +199,13 @@ func (n *Node) give(kind pb.HandoffKind, cause pb.Cause, to overlay.Peer, piece 
 	return x, nil
 }
 
-// withAges returns a copy of chunk h stamped with the ages, as of now, of the tombstones it
-// carries and (the first chunk) of the lost parts it names: durations, so that the receiver need
-// not share this node's clock, stamped at every send, so that a chunk sent again does not make
-// them look younger than they are. A chunk with neither goes as it is.
+// withAges returns a copy of chunk h stamped with the ages, as of now, of the tombstones and
+// recent deletes it carries and (the first chunk) of the lost parts it names: durations, so that
+// the receiver need not share this node's clock, stamped at every send, so that a chunk sent
+// again does not make them look younger than they are. A chunk with none goes as it is.
 func (n *Node) withAges(x *outXfer, h *pb.Handoff) *pb.Handoff {
 	lost := h.Seq == 0 && slices.ContainsFunc(x.lostSince, func(t time.Time) bool { return !t.IsZero() })
-	if !lost && len(h.Tombstones) == 0 {
+	if !lost && len(h.Tombstones) == 0 && len(h.RecentDeletes) == 0 {
 		return h
 	}
 	now := n.env.Now()
@@ -215,7 +220,7 @@ func (n *Node) withAges(x *outXfer, h *pb.Handoff) *pb.Handoff {
 			h.LostAgesNanos = append(h.LostAgesNanos, a)
 		}
 	}
-	for _, t := range h.Tombstones {
+	for _, t := range slices.Concat(h.Tombstones, h.RecentDeletes) {
 		_, d := tombstoneFromPB(t)
 		t.AgeNanos = age(d.at)
 	}
@@ -494,7 +499,7 @@ func (n *Node) applyChunk(x *inXfer, c *pb.Handoff) error {
 			}
 			x.lost.add(overlay.RangeFromPB(r), since)
 		}
-		x.tombs = nil // made when the first comes: most pieces have none
+		x.tombs, x.recent = nil, nil // made when the first comes: most pieces have none
 		x.succ, x.pred = overlay.Peer{}, overlay.Peer{}
 		if c.Succ != nil {
 			x.succ = overlay.PeerFromPB(c.Succ)
@@ -524,14 +529,19 @@ func (n *Node) applyChunk(x *inXfer, c *pb.Handoff) error {
 	for _, t := range c.Tombstones {
 		x.addTombstone(n.receivedTombstone(t))
 	}
+	for _, t := range c.RecentDeletes {
+		x.addRecent(n.receivedTombstone(t))
+	}
 	for i, k := range c.Deletes {
 		if err := n.store.Delete(overlay.Key(k)); err != nil {
 			return err
 		}
 		written := stampAt(c.DeletesWritten, i)
 		n.observeStamp(written)
+		d := tombstone{at: n.env.Now(), written: written}
+		x.addRecent(overlay.Key(k), d)
 		if x.lost.contains(overlay.Key(k)) {
-			x.addTombstone(overlay.Key(k), tombstone{at: n.env.Now(), written: written})
+			x.addTombstone(overlay.Key(k), d)
 		}
 	}
 	return nil
@@ -703,13 +713,26 @@ func (x *inXfer) addTombstone(k overlay.Key, d tombstone) {
 	x.tombs[k] = d
 }
 
-// takeLost makes the lost parts of x's piece, and their tombstones, this node's own.
+// addRecent records a recent delete in the piece.
+func (x *inXfer) addRecent(k overlay.Key, d tombstone) {
+	if x.recent == nil {
+		x.recent = map[overlay.Key]tombstone{}
+	}
+	x.recent[k] = d
+}
+
+// takeLost makes the lost parts of x's piece, their tombstones and the piece's recent deletes
+// this node's own.
 func (n *Node) takeLost(x *inXfer) {
 	n.lost = append(n.lost, x.lost...)
 	for k, d := range x.tombs {
 		n.tombs.set(k, d)
 	}
 	n.evictTombstones()
+	for k, d := range x.recent {
+		n.recentDeletes.set(k, d)
+	}
+	n.recentDeletes.evictOldest(n.cfg.MaxTombstones)
 }
 
 // ackedFromBelow returns the incoming piece this node acknowledged from its level-0

@@ -702,6 +702,7 @@ func invalidCases(n *Node, from *pb.NodeRef) []invalidCase {
 		{"ping level 64", env(&pb.Ping{Seq: 1, Level: 64})},
 		{"handoff item stamp far ahead", env(&pb.Handoff{XferId: 1, Kind: pb.HandoffKind_HANDOFF_LEAVE, Start: []byte(k(2000)), End: []byte(k(3000)), Items: []*pb.Item{{Key: []byte(k(2500)), Written: farAhead}}, Last: true})},
 		{"handoff tombstone stamp far ahead", env(&pb.Handoff{XferId: 1, Kind: pb.HandoffKind_HANDOFF_LEAVE, Start: []byte(k(2000)), End: []byte(k(3000)), Tombstones: []*pb.Tombstone{{Key: []byte(k(2500)), Written: farAhead}}, Last: true})},
+		{"handoff recent delete outside the piece", env(&pb.Handoff{XferId: 1, Kind: pb.HandoffKind_HANDOFF_LEAVE, Start: []byte(k(2000)), End: []byte(k(3000)), RecentDeletes: []*pb.Tombstone{{Key: []byte(k(3500))}}, Last: true})},
 		{"handoff delete stamp far ahead", env(&pb.Handoff{XferId: 1, Kind: pb.HandoffKind_HANDOFF_LEAVE, Start: []byte(k(2000)), End: []byte(k(3000)), Deletes: [][]byte{[]byte(k(2500))}, DeletesWritten: []uint64{farAhead}, Last: true})},
 		{"handoff with too many items", env(&pb.Handoff{XferId: 1, Kind: pb.HandoffKind_HANDOFF_LEAVE, Start: []byte(k(2000)), End: []byte(k(3000)), Items: tooMany, Last: true})},
 		{"handoff value over the limit", env(&pb.Handoff{XferId: 1, Kind: pb.HandoffKind_HANDOFF_LEAVE, Start: []byte(k(2000)), End: []byte(k(3000)), Items: []*pb.Item{{Key: []byte(k(2500)), Value: longVal}}, Last: true})},

@@ -645,37 +645,50 @@ func TestGiverThatStoodStillWritesNoCopiesBack(t *testing.T) {
 
 // TestRecentDeletesKeepOlderCopiesOut: b deletes a key of the range it held all along (no
 // tombstone: no copy is expected back), and a copy written before the delete arrives later (a
-// node on the other side of a partition wrote it in a part it took over): it stays out while b
-// remembers the delete, for recentDeleteFor, and comes back after that.
+// node on the other side of a partition wrote it in a part it took over): it stays out while the
+// delete is remembered, for recentDeleteFor, at b or at the node b handed the key on to, and
+// comes back after that.
 func TestRecentDeletesKeepOlderCopiesOut(t *testing.T) {
-	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
-	b, c := nw.nodes["b"], nw.nodes["c"]
-	nw.advance(b.copiesOutFor() + time.Minute) // the joins' pieces are b's alone by now
-	nw.nodes["d"].Delete(k(1500))
-	nw.run()
-	d, ok := b.recentDeletes.get(k(1500))
-	if !ok || b.tombs.has(k(1500)) {
-		t.Fatalf("b remembers the delete recently %v, as a tombstone %v; want recently only", ok, b.tombs.has(k(1500)))
-	}
-	writeOlderCopy := func() {
-		t.Helper()
-		var res overlay.Result
-		older := []overlay.Item{{Key: k(1500), Value: []byte("older"), Written: d.written - 1}}
-		c.putBatch(older, true, true, 0, "", func(r overlay.Result) { res = r })
-		nw.run()
-		if res.Status != pb.Status_STATUS_OK {
-			t.Fatalf("the write of the older copy: %s", res.Status)
-		}
-	}
-	writeOlderCopy()
-	nw.checkDeleted(t, 1500, 1501)
+	for _, handOn := range []bool{false, true} {
+		t.Run(fmt.Sprintf("handed on %v", handOn), func(t *testing.T) {
+			nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+			b := nw.nodes["b"]
+			nw.advance(b.copiesOutFor() + time.Minute) // the joins' pieces are b's alone by now
+			nw.nodes["d"].Delete(k(1500))
+			nw.run()
+			d, ok := b.recentDeletes.get(k(1500))
+			if !ok || b.tombs.has(k(1500)) {
+				t.Fatalf("b remembers the delete recently %v, as a tombstone %v; want recently only", ok, b.tombs.has(k(1500)))
+			}
+			holder := b
+			if handOn {
+				nw.nix(t, "b", true, k(1400)) // c takes [1400, 2000)
+				holder = nw.nodes["c"]
+				if !holder.Range().Contains(k(1500)) {
+					t.Fatalf("c owns %s after b's NIX", holder.Range())
+				}
+			}
+			writeOlderCopy := func() {
+				t.Helper()
+				var res overlay.Result
+				older := []overlay.Item{{Key: k(1500), Value: []byte("older"), Written: d.written - 1}}
+				nw.nodes["e"].putBatch(older, true, true, 0, "", func(r overlay.Result) { res = r })
+				nw.run()
+				if res.Status != pb.Status_STATUS_OK {
+					t.Fatalf("the write of the older copy: %s", res.Status)
+				}
+			}
+			writeOlderCopy()
+			nw.checkDeleted(t, 1500, 1501)
 
-	nw.advance(recentDeleteFor + time.Minute)
-	if _, ok := b.recentDeletes.get(k(1500)); ok {
-		t.Fatal("b still remembers the delete after recentDeleteFor")
-	}
-	writeOlderCopy()
-	if got := value(t, b, 1500); got != "older" {
-		t.Fatalf("1500 at b after the delete was forgotten: %q, want the older copy back", got)
+			nw.advance(recentDeleteFor + time.Minute)
+			if _, ok := holder.recentDeletes.get(k(1500)); ok {
+				t.Fatal("the delete is still remembered after recentDeleteFor")
+			}
+			writeOlderCopy()
+			if got := value(t, holder, 1500); got != "older" {
+				t.Fatalf("1500 after the delete was forgotten: %q, want the older copy back", got)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package skipgraph
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/skiprange/skiprange/overlay"
@@ -111,11 +112,11 @@ func (n *Node) validate(m *pb.Envelope) error {
 		if len(h.LostAgesNanos) > len(h.Lost) {
 			return errors.New("more lost ranges' ages than lost ranges")
 		}
-		if len(h.Tombstones) > n.cfg.MaxItemsPerMessage {
-			return errors.New("too many tombstones")
+		if len(h.Tombstones) > n.cfg.MaxItemsPerMessage || len(h.RecentDeletes) > n.cfg.MaxItemsPerMessage {
+			return errors.New("too many tombstones or recent deletes")
 		}
 		piece := overlay.Range{Start: overlay.Key(h.Start), End: overlay.Key(h.End)}
-		for _, t := range h.Tombstones {
+		for _, t := range slices.Concat(h.Tombstones, h.RecentDeletes) {
 			if t == nil || len(t.Key) > n.cfg.MaxKeyLen || !piece.Contains(overlay.Key(t.Key)) {
 				return errors.New("tombstone missing, over the key limit or outside the piece")
 			}

@@ -1496,8 +1496,12 @@ type Handoff struct {
 	LostAgesNanos []uint64 `protobuf:"varint,14,rep,packed,name=lost_ages_nanos,json=lostAgesNanos,proto3" json:"lost_ages_nanos,omitempty"`
 	// The stamp of each delete of deletes, in order (missing: 0).
 	DeletesWritten []uint64 `protobuf:"varint,15,rep,packed,name=deletes_written,json=deletesWritten,proto3" json:"deletes_written,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Deletes the giver made lately in the piece, wherever they fell (skipgraph/stamp.go), spread
+	// over the chunks like the tombstones and with their ages: the receiver remembers them
+	// likewise, in memory, so that older copies written to it later stay out.
+	RecentDeletes []*Tombstone `protobuf:"bytes,16,rep,name=recent_deletes,json=recentDeletes,proto3" json:"recent_deletes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Handoff) Reset() {
@@ -1631,6 +1635,13 @@ func (x *Handoff) GetLostAgesNanos() []uint64 {
 func (x *Handoff) GetDeletesWritten() []uint64 {
 	if x != nil {
 		return x.DeletesWritten
+	}
+	return nil
+}
+
+func (x *Handoff) GetRecentDeletes() []*Tombstone {
+	if x != nil {
+		return x.RecentDeletes
 	}
 	return nil
 }
@@ -4623,7 +4634,7 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x05exact\x18\x03 \x01(\bR\x05exact\x12\x14\n" +
 	"\x05below\x18\x04 \x01(\bR\x05below\"%\n" +
 	"\vJoinRefused\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"\xc6\x04\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\x8b\x05\n" +
 	"\aHandoff\x12\x17\n" +
 	"\axfer_id\x18\x01 \x01(\x04R\x06xferId\x122\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x1e.skiprange.overlay.HandoffKindR\x04kind\x12\x14\n" +
@@ -4642,7 +4653,8 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"tombstones\x18\r \x03(\v2\x1c.skiprange.overlay.TombstoneR\n" +
 	"tombstones\x12&\n" +
 	"\x0flost_ages_nanos\x18\x0e \x03(\x04R\rlostAgesNanos\x12'\n" +
-	"\x0fdeletes_written\x18\x0f \x03(\x04R\x0edeletesWritten\"\x80\x01\n" +
+	"\x0fdeletes_written\x18\x0f \x03(\x04R\x0edeletesWritten\x12C\n" +
+	"\x0erecent_deletes\x18\x10 \x03(\v2\x1c.skiprange.overlay.TombstoneR\rrecentDeletes\"\x80\x01\n" +
 	"\tTombstone\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12*\n" +
 	"\x11deleted_unix_nano\x18\x02 \x01(\x03R\x0fdeletedUnixNano\x12\x1b\n" +
@@ -5010,91 +5022,92 @@ var file_overlay_pb_overlay_proto_depIdxs = []int32{
 	10,  // 22: skiprange.overlay.Handoff.lost:type_name -> skiprange.overlay.KeyRange
 	6,   // 23: skiprange.overlay.Handoff.pred:type_name -> skiprange.overlay.NodeRef
 	20,  // 24: skiprange.overlay.Handoff.tombstones:type_name -> skiprange.overlay.Tombstone
-	23,  // 25: skiprange.overlay.HandoffCommit.loads:type_name -> skiprange.overlay.KeyLoad
-	3,   // 26: skiprange.overlay.NeighborUpdate.side:type_name -> skiprange.overlay.Side
-	6,   // 27: skiprange.overlay.NeighborUpdate.node:type_name -> skiprange.overlay.NodeRef
-	6,   // 28: skiprange.overlay.LevelScan.origin:type_name -> skiprange.overlay.NodeRef
-	3,   // 29: skiprange.overlay.LevelScan.side:type_name -> skiprange.overlay.Side
-	3,   // 30: skiprange.overlay.LevelFound.side:type_name -> skiprange.overlay.Side
-	6,   // 31: skiprange.overlay.LevelFound.node:type_name -> skiprange.overlay.NodeRef
-	6,   // 32: skiprange.overlay.LevelFound.other:type_name -> skiprange.overlay.NodeRef
-	6,   // 33: skiprange.overlay.Pong.pred:type_name -> skiprange.overlay.NodeRef
-	6,   // 34: skiprange.overlay.Pong.succ:type_name -> skiprange.overlay.NodeRef
-	6,   // 35: skiprange.overlay.Pong.succ_list:type_name -> skiprange.overlay.NodeRef
-	6,   // 36: skiprange.overlay.Pong.preds:type_name -> skiprange.overlay.NodeRef
-	6,   // 37: skiprange.overlay.Pong.succs:type_name -> skiprange.overlay.NodeRef
-	31,  // 38: skiprange.overlay.Pong.beyond:type_name -> skiprange.overlay.LinkTable
-	6,   // 39: skiprange.overlay.LinkTable.node:type_name -> skiprange.overlay.NodeRef
-	6,   // 40: skiprange.overlay.LinkTable.preds:type_name -> skiprange.overlay.NodeRef
-	6,   // 41: skiprange.overlay.LinkTable.succs:type_name -> skiprange.overlay.NodeRef
-	6,   // 42: skiprange.overlay.Envelope.from:type_name -> skiprange.overlay.NodeRef
-	4,   // 43: skiprange.overlay.Envelope.cause:type_name -> skiprange.overlay.Cause
-	11,  // 44: skiprange.overlay.Envelope.lookup:type_name -> skiprange.overlay.Lookup
-	12,  // 45: skiprange.overlay.Envelope.lookup_reply:type_name -> skiprange.overlay.LookupReply
-	13,  // 46: skiprange.overlay.Envelope.range_query:type_name -> skiprange.overlay.RangeQuery
-	14,  // 47: skiprange.overlay.Envelope.range_reply:type_name -> skiprange.overlay.RangeReply
-	15,  // 48: skiprange.overlay.Envelope.batch_put:type_name -> skiprange.overlay.BatchPut
-	16,  // 49: skiprange.overlay.Envelope.batch_put_reply:type_name -> skiprange.overlay.BatchPutReply
-	17,  // 50: skiprange.overlay.Envelope.join_request:type_name -> skiprange.overlay.JoinRequest
-	18,  // 51: skiprange.overlay.Envelope.join_refused:type_name -> skiprange.overlay.JoinRefused
-	19,  // 52: skiprange.overlay.Envelope.handoff:type_name -> skiprange.overlay.Handoff
-	21,  // 53: skiprange.overlay.Envelope.handoff_ack:type_name -> skiprange.overlay.HandoffAck
-	22,  // 54: skiprange.overlay.Envelope.handoff_commit:type_name -> skiprange.overlay.HandoffCommit
-	25,  // 55: skiprange.overlay.Envelope.handoff_abort:type_name -> skiprange.overlay.HandoffAbort
-	24,  // 56: skiprange.overlay.Envelope.handoff_commit_ack:type_name -> skiprange.overlay.HandoffCommitAck
-	26,  // 57: skiprange.overlay.Envelope.neighbor_update:type_name -> skiprange.overlay.NeighborUpdate
-	27,  // 58: skiprange.overlay.Envelope.level_scan:type_name -> skiprange.overlay.LevelScan
-	28,  // 59: skiprange.overlay.Envelope.level_found:type_name -> skiprange.overlay.LevelFound
-	29,  // 60: skiprange.overlay.Envelope.ping:type_name -> skiprange.overlay.Ping
-	30,  // 61: skiprange.overlay.Envelope.pong:type_name -> skiprange.overlay.Pong
-	33,  // 62: skiprange.overlay.Envelope.balance:type_name -> skiprange.overlay.Balance
-	35,  // 63: skiprange.overlay.Balance.lock:type_name -> skiprange.overlay.LockRequest
-	36,  // 64: skiprange.overlay.Balance.lock_refused:type_name -> skiprange.overlay.LockRefused
-	37,  // 65: skiprange.overlay.Balance.release:type_name -> skiprange.overlay.Release
-	38,  // 66: skiprange.overlay.Balance.nix_turn:type_name -> skiprange.overlay.NixTurn
-	40,  // 67: skiprange.overlay.Balance.remote_lock:type_name -> skiprange.overlay.RemoteLock
-	41,  // 68: skiprange.overlay.Balance.remote_reply:type_name -> skiprange.overlay.RemoteReply
-	42,  // 69: skiprange.overlay.Balance.mig_order:type_name -> skiprange.overlay.MigOrder
-	43,  // 70: skiprange.overlay.Balance.mig_done:type_name -> skiprange.overlay.MigDone
-	44,  // 71: skiprange.overlay.Balance.wave_done:type_name -> skiprange.overlay.WaveDone
-	45,  // 72: skiprange.overlay.Balance.probe:type_name -> skiprange.overlay.Probe
-	46,  // 73: skiprange.overlay.Balance.probe_reply:type_name -> skiprange.overlay.ProbeReply
-	47,  // 74: skiprange.overlay.Balance.ib_offer:type_name -> skiprange.overlay.IBOffer
-	48,  // 75: skiprange.overlay.Balance.ib_nix:type_name -> skiprange.overlay.IBNix
-	34,  // 76: skiprange.overlay.Balance.ack:type_name -> skiprange.overlay.BalanceAck
-	3,   // 77: skiprange.overlay.LockRequest.dir:type_name -> skiprange.overlay.Side
-	6,   // 78: skiprange.overlay.LockRequest.chain:type_name -> skiprange.overlay.NodeRef
-	3,   // 79: skiprange.overlay.Release.dir:type_name -> skiprange.overlay.Side
-	3,   // 80: skiprange.overlay.NixTurn.dir:type_name -> skiprange.overlay.Side
-	6,   // 81: skiprange.overlay.NixTurn.chain:type_name -> skiprange.overlay.NodeRef
-	6,   // 82: skiprange.overlay.SplitPlan.absorber:type_name -> skiprange.overlay.NodeRef
-	6,   // 83: skiprange.overlay.RemoteLock.end:type_name -> skiprange.overlay.NodeRef
-	6,   // 84: skiprange.overlay.RemoteLock.migrants:type_name -> skiprange.overlay.NodeRef
-	6,   // 85: skiprange.overlay.RemoteLock.m:type_name -> skiprange.overlay.NodeRef
-	39,  // 86: skiprange.overlay.RemoteLock.splits:type_name -> skiprange.overlay.SplitPlan
-	6,   // 87: skiprange.overlay.RemoteReply.m:type_name -> skiprange.overlay.NodeRef
-	6,   // 88: skiprange.overlay.RemoteReply.migrants:type_name -> skiprange.overlay.NodeRef
-	39,  // 89: skiprange.overlay.RemoteReply.splits:type_name -> skiprange.overlay.SplitPlan
-	6,   // 90: skiprange.overlay.MigOrder.target:type_name -> skiprange.overlay.NodeRef
-	6,   // 91: skiprange.overlay.MigOrder.absorber:type_name -> skiprange.overlay.NodeRef
-	3,   // 92: skiprange.overlay.WaveDone.dir:type_name -> skiprange.overlay.Side
-	6,   // 93: skiprange.overlay.ProbeReply.next:type_name -> skiprange.overlay.NodeRef
-	6,   // 94: skiprange.overlay.IBOffer.heavy:type_name -> skiprange.overlay.NodeRef
-	5,   // 95: skiprange.overlay.IBOffer.step:type_name -> skiprange.overlay.IBStep
-	6,   // 96: skiprange.overlay.LevelLinks.pred:type_name -> skiprange.overlay.NodeRef
-	6,   // 97: skiprange.overlay.LevelLinks.succ:type_name -> skiprange.overlay.NodeRef
-	6,   // 98: skiprange.overlay.NodeSnapshot.self:type_name -> skiprange.overlay.NodeRef
-	49,  // 99: skiprange.overlay.NodeSnapshot.levels:type_name -> skiprange.overlay.LevelLinks
-	6,   // 100: skiprange.overlay.NodeSnapshot.successors:type_name -> skiprange.overlay.NodeRef
-	10,  // 101: skiprange.overlay.NodeSnapshot.lost:type_name -> skiprange.overlay.KeyRange
-	20,  // 102: skiprange.overlay.NodeSnapshot.tombstones:type_name -> skiprange.overlay.Tombstone
-	10,  // 103: skiprange.overlay.NodeSnapshot.copies_out:type_name -> skiprange.overlay.KeyRange
-	51,  // 104: skiprange.overlay.NodeSnapshot.settled:type_name -> skiprange.overlay.SettledHandoff
-	105, // [105:105] is the sub-list for method output_type
-	105, // [105:105] is the sub-list for method input_type
-	105, // [105:105] is the sub-list for extension type_name
-	105, // [105:105] is the sub-list for extension extendee
-	0,   // [0:105] is the sub-list for field type_name
+	20,  // 25: skiprange.overlay.Handoff.recent_deletes:type_name -> skiprange.overlay.Tombstone
+	23,  // 26: skiprange.overlay.HandoffCommit.loads:type_name -> skiprange.overlay.KeyLoad
+	3,   // 27: skiprange.overlay.NeighborUpdate.side:type_name -> skiprange.overlay.Side
+	6,   // 28: skiprange.overlay.NeighborUpdate.node:type_name -> skiprange.overlay.NodeRef
+	6,   // 29: skiprange.overlay.LevelScan.origin:type_name -> skiprange.overlay.NodeRef
+	3,   // 30: skiprange.overlay.LevelScan.side:type_name -> skiprange.overlay.Side
+	3,   // 31: skiprange.overlay.LevelFound.side:type_name -> skiprange.overlay.Side
+	6,   // 32: skiprange.overlay.LevelFound.node:type_name -> skiprange.overlay.NodeRef
+	6,   // 33: skiprange.overlay.LevelFound.other:type_name -> skiprange.overlay.NodeRef
+	6,   // 34: skiprange.overlay.Pong.pred:type_name -> skiprange.overlay.NodeRef
+	6,   // 35: skiprange.overlay.Pong.succ:type_name -> skiprange.overlay.NodeRef
+	6,   // 36: skiprange.overlay.Pong.succ_list:type_name -> skiprange.overlay.NodeRef
+	6,   // 37: skiprange.overlay.Pong.preds:type_name -> skiprange.overlay.NodeRef
+	6,   // 38: skiprange.overlay.Pong.succs:type_name -> skiprange.overlay.NodeRef
+	31,  // 39: skiprange.overlay.Pong.beyond:type_name -> skiprange.overlay.LinkTable
+	6,   // 40: skiprange.overlay.LinkTable.node:type_name -> skiprange.overlay.NodeRef
+	6,   // 41: skiprange.overlay.LinkTable.preds:type_name -> skiprange.overlay.NodeRef
+	6,   // 42: skiprange.overlay.LinkTable.succs:type_name -> skiprange.overlay.NodeRef
+	6,   // 43: skiprange.overlay.Envelope.from:type_name -> skiprange.overlay.NodeRef
+	4,   // 44: skiprange.overlay.Envelope.cause:type_name -> skiprange.overlay.Cause
+	11,  // 45: skiprange.overlay.Envelope.lookup:type_name -> skiprange.overlay.Lookup
+	12,  // 46: skiprange.overlay.Envelope.lookup_reply:type_name -> skiprange.overlay.LookupReply
+	13,  // 47: skiprange.overlay.Envelope.range_query:type_name -> skiprange.overlay.RangeQuery
+	14,  // 48: skiprange.overlay.Envelope.range_reply:type_name -> skiprange.overlay.RangeReply
+	15,  // 49: skiprange.overlay.Envelope.batch_put:type_name -> skiprange.overlay.BatchPut
+	16,  // 50: skiprange.overlay.Envelope.batch_put_reply:type_name -> skiprange.overlay.BatchPutReply
+	17,  // 51: skiprange.overlay.Envelope.join_request:type_name -> skiprange.overlay.JoinRequest
+	18,  // 52: skiprange.overlay.Envelope.join_refused:type_name -> skiprange.overlay.JoinRefused
+	19,  // 53: skiprange.overlay.Envelope.handoff:type_name -> skiprange.overlay.Handoff
+	21,  // 54: skiprange.overlay.Envelope.handoff_ack:type_name -> skiprange.overlay.HandoffAck
+	22,  // 55: skiprange.overlay.Envelope.handoff_commit:type_name -> skiprange.overlay.HandoffCommit
+	25,  // 56: skiprange.overlay.Envelope.handoff_abort:type_name -> skiprange.overlay.HandoffAbort
+	24,  // 57: skiprange.overlay.Envelope.handoff_commit_ack:type_name -> skiprange.overlay.HandoffCommitAck
+	26,  // 58: skiprange.overlay.Envelope.neighbor_update:type_name -> skiprange.overlay.NeighborUpdate
+	27,  // 59: skiprange.overlay.Envelope.level_scan:type_name -> skiprange.overlay.LevelScan
+	28,  // 60: skiprange.overlay.Envelope.level_found:type_name -> skiprange.overlay.LevelFound
+	29,  // 61: skiprange.overlay.Envelope.ping:type_name -> skiprange.overlay.Ping
+	30,  // 62: skiprange.overlay.Envelope.pong:type_name -> skiprange.overlay.Pong
+	33,  // 63: skiprange.overlay.Envelope.balance:type_name -> skiprange.overlay.Balance
+	35,  // 64: skiprange.overlay.Balance.lock:type_name -> skiprange.overlay.LockRequest
+	36,  // 65: skiprange.overlay.Balance.lock_refused:type_name -> skiprange.overlay.LockRefused
+	37,  // 66: skiprange.overlay.Balance.release:type_name -> skiprange.overlay.Release
+	38,  // 67: skiprange.overlay.Balance.nix_turn:type_name -> skiprange.overlay.NixTurn
+	40,  // 68: skiprange.overlay.Balance.remote_lock:type_name -> skiprange.overlay.RemoteLock
+	41,  // 69: skiprange.overlay.Balance.remote_reply:type_name -> skiprange.overlay.RemoteReply
+	42,  // 70: skiprange.overlay.Balance.mig_order:type_name -> skiprange.overlay.MigOrder
+	43,  // 71: skiprange.overlay.Balance.mig_done:type_name -> skiprange.overlay.MigDone
+	44,  // 72: skiprange.overlay.Balance.wave_done:type_name -> skiprange.overlay.WaveDone
+	45,  // 73: skiprange.overlay.Balance.probe:type_name -> skiprange.overlay.Probe
+	46,  // 74: skiprange.overlay.Balance.probe_reply:type_name -> skiprange.overlay.ProbeReply
+	47,  // 75: skiprange.overlay.Balance.ib_offer:type_name -> skiprange.overlay.IBOffer
+	48,  // 76: skiprange.overlay.Balance.ib_nix:type_name -> skiprange.overlay.IBNix
+	34,  // 77: skiprange.overlay.Balance.ack:type_name -> skiprange.overlay.BalanceAck
+	3,   // 78: skiprange.overlay.LockRequest.dir:type_name -> skiprange.overlay.Side
+	6,   // 79: skiprange.overlay.LockRequest.chain:type_name -> skiprange.overlay.NodeRef
+	3,   // 80: skiprange.overlay.Release.dir:type_name -> skiprange.overlay.Side
+	3,   // 81: skiprange.overlay.NixTurn.dir:type_name -> skiprange.overlay.Side
+	6,   // 82: skiprange.overlay.NixTurn.chain:type_name -> skiprange.overlay.NodeRef
+	6,   // 83: skiprange.overlay.SplitPlan.absorber:type_name -> skiprange.overlay.NodeRef
+	6,   // 84: skiprange.overlay.RemoteLock.end:type_name -> skiprange.overlay.NodeRef
+	6,   // 85: skiprange.overlay.RemoteLock.migrants:type_name -> skiprange.overlay.NodeRef
+	6,   // 86: skiprange.overlay.RemoteLock.m:type_name -> skiprange.overlay.NodeRef
+	39,  // 87: skiprange.overlay.RemoteLock.splits:type_name -> skiprange.overlay.SplitPlan
+	6,   // 88: skiprange.overlay.RemoteReply.m:type_name -> skiprange.overlay.NodeRef
+	6,   // 89: skiprange.overlay.RemoteReply.migrants:type_name -> skiprange.overlay.NodeRef
+	39,  // 90: skiprange.overlay.RemoteReply.splits:type_name -> skiprange.overlay.SplitPlan
+	6,   // 91: skiprange.overlay.MigOrder.target:type_name -> skiprange.overlay.NodeRef
+	6,   // 92: skiprange.overlay.MigOrder.absorber:type_name -> skiprange.overlay.NodeRef
+	3,   // 93: skiprange.overlay.WaveDone.dir:type_name -> skiprange.overlay.Side
+	6,   // 94: skiprange.overlay.ProbeReply.next:type_name -> skiprange.overlay.NodeRef
+	6,   // 95: skiprange.overlay.IBOffer.heavy:type_name -> skiprange.overlay.NodeRef
+	5,   // 96: skiprange.overlay.IBOffer.step:type_name -> skiprange.overlay.IBStep
+	6,   // 97: skiprange.overlay.LevelLinks.pred:type_name -> skiprange.overlay.NodeRef
+	6,   // 98: skiprange.overlay.LevelLinks.succ:type_name -> skiprange.overlay.NodeRef
+	6,   // 99: skiprange.overlay.NodeSnapshot.self:type_name -> skiprange.overlay.NodeRef
+	49,  // 100: skiprange.overlay.NodeSnapshot.levels:type_name -> skiprange.overlay.LevelLinks
+	6,   // 101: skiprange.overlay.NodeSnapshot.successors:type_name -> skiprange.overlay.NodeRef
+	10,  // 102: skiprange.overlay.NodeSnapshot.lost:type_name -> skiprange.overlay.KeyRange
+	20,  // 103: skiprange.overlay.NodeSnapshot.tombstones:type_name -> skiprange.overlay.Tombstone
+	10,  // 104: skiprange.overlay.NodeSnapshot.copies_out:type_name -> skiprange.overlay.KeyRange
+	51,  // 105: skiprange.overlay.NodeSnapshot.settled:type_name -> skiprange.overlay.SettledHandoff
+	106, // [106:106] is the sub-list for method output_type
+	106, // [106:106] is the sub-list for method input_type
+	106, // [106:106] is the sub-list for extension type_name
+	106, // [106:106] is the sub-list for extension extendee
+	0,   // [0:106] is the sub-list for field type_name
 }
 
 func init() { file_overlay_pb_overlay_proto_init() }
