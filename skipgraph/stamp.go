@@ -56,20 +56,13 @@ func stampAt(stamps []uint64, i int) uint64 {
 	return 0
 }
 
-// heldStamp is the stamp of what this node holds of key: its value, or the delete it remembers
-// (0 for neither).
+// heldStamp is the stamp of what this node holds of key: its value, or the latest delete it
+// remembers, a tombstone or a recent one (0 for none).
 func (n *Node) heldStamp(key overlay.Key) uint64 {
 	var s uint64
 	if it, found, _ := n.store.Get(key); found {
 		s = it.Written
 	}
-	return max(s, n.deleteStamp(key))
-}
-
-// deleteStamp is the stamp of the latest delete of key this node remembers (0 for none): a
-// tombstone, or a recent delete.
-func (n *Node) deleteStamp(key overlay.Key) uint64 {
-	var s uint64
 	for _, t := range []*tombstones{&n.tombs, &n.recentDeletes} {
 		if d, ok := t.get(key); ok {
 			s = max(s, d.written)
