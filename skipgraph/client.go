@@ -482,6 +482,7 @@ func (n *Node) onBatchPut(b *pb.BatchPut) {
 			deletes = append(deletes, overlay.Item{Key: key, Deleted: true, Written: written})
 		default:
 			b.Stored++ // handled: the value here was written after the delete
+			n.Stats.CopiesOlder++
 		}
 	}
 	for _, it := range b.Items {
@@ -495,6 +496,7 @@ func (n *Node) onBatchPut(b *pb.BatchPut) {
 			local = append(local, overlay.Item{Key: key, Value: it.Value, Written: n.stamp(n.heldStamp(key))})
 		case !n.copyStands(key, it.Written, b.KeepExisting):
 			b.Stored++ // handled: the value or the delete here stands, written as late or later
+			n.Stats.CopiesOlder++
 		default:
 			local = append(local, overlay.Item{Key: key, Value: it.Value, Written: it.Written})
 			if b.KeepExisting {

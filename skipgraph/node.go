@@ -158,6 +158,9 @@ type Stats struct {
 	// WrittenOut counts copies this node held but did not own any more that it wrote to their
 	// owners (pushCopies: re-admissions, joining again, handoffs never settled).
 	WrittenOut int
+	// CopiesOlder counts copies written to this node that it dropped: written no later than
+	// the value or the delete of the key it held (stamp.go).
+	CopiesOlder int
 	// TombstonesEvicted counts tombstones dropped beyond MaxTombstones: each of those keys may
 	// come back from an older copy.
 	TombstonesEvicted int

@@ -680,6 +680,9 @@ func TestRecentDeletesKeepOlderCopiesOut(t *testing.T) {
 			}
 			writeOlderCopy()
 			nw.checkDeleted(t, 1500, 1501)
+			if holder.Stats.CopiesOlder != 1 {
+				t.Errorf("the holder counts %d copies dropped as older, want 1", holder.Stats.CopiesOlder)
+			}
 
 			nw.advance(recentDeleteFor + time.Minute)
 			if _, ok := holder.recentDeletes.get(k(1500)); ok {
