@@ -354,13 +354,13 @@ func (n *Node) onLookup(e *pb.Envelope, m *pb.Lookup) {
 			reply.Status = pb.Status_STATUS_NOT_FOUND
 		}
 	case pb.Op_OP_PUT:
-		it := overlay.Item{Key: key, Value: m.Value, Written: n.stamp(n.heldStamp(key))}
+		it := overlay.Item{Key: key, Value: m.Value, Written: n.stampWrite(key)}
 		if err = n.store.Put(it); err == nil {
 			n.written(key)
 			n.forwardWrite(it)
 		}
 	case pb.Op_OP_DELETE:
-		del := overlay.Item{Key: key, Deleted: true, Written: n.stamp(n.heldStamp(key))}
+		del := overlay.Item{Key: key, Deleted: true, Written: n.stampWrite(key)}
 		if err = n.store.Delete(key); err == nil {
 			n.deleted(key, del.Written)
 			n.forwardWrite(del)
@@ -477,7 +477,7 @@ func (n *Node) onBatchPut(b *pb.BatchPut) {
 		case !mine.Contains(key):
 			restDeletes, restWritten = append(restDeletes, k), append(restWritten, written)
 		case !b.Copies:
-			deletes = append(deletes, overlay.Item{Key: key, Deleted: true, Written: n.stamp(n.heldStamp(key))})
+			deletes = append(deletes, overlay.Item{Key: key, Deleted: true, Written: n.stampWrite(key)})
 		case n.copyStands(key, written, b.KeepExisting):
 			deletes = append(deletes, overlay.Item{Key: key, Deleted: true, Written: written})
 		default:
@@ -493,7 +493,7 @@ func (n *Node) onBatchPut(b *pb.BatchPut) {
 		case stale:
 			b.Stored++ // handled: a copy older than what this node holds of the piece
 		case !b.Copies:
-			local = append(local, overlay.Item{Key: key, Value: it.Value, Written: n.stamp(n.heldStamp(key))})
+			local = append(local, overlay.Item{Key: key, Value: it.Value, Written: n.stampWrite(key)})
 		case !n.copyStands(key, it.Written, b.KeepExisting):
 			b.Stored++ // handled: the value or the delete here stands, written as late or later
 			n.Stats.CopiesOlder++

@@ -21,10 +21,10 @@ import (
 // wins, as in Cassandra): clocks that disagree by more than the time between two such writes
 // may keep the earlier one. Copies of unknown age carry 0 and lose to any stamped write.
 
-// stamp returns a new write stamp, later than held (the stamp of the value the write replaces),
-// than every stamp issued or seen here, and not earlier than the clock.
-func (n *Node) stamp(held uint64) uint64 {
-	s := max(uint64(max(n.env.Now().UnixNano(), 0)), n.hlc+1, held+1)
+// stampWrite returns the stamp of a new write of key here: later than what this node holds of
+// the key (heldStamp) and than every stamp issued or seen here, and not earlier than the clock.
+func (n *Node) stampWrite(key overlay.Key) uint64 {
+	s := max(uint64(max(n.env.Now().UnixNano(), 0)), n.hlc+1, n.heldStamp(key)+1)
 	n.hlc = s
 	return s
 }
@@ -78,8 +78,8 @@ func (n *Node) copyStands(key overlay.Key, written uint64, keepHeld bool) bool {
 	if d, ok := n.tombs.get(key); ok && !supersedes(written, d.written, keepHeld) {
 		return false
 	}
-	if d, ok := n.recentDeletes.get(key); ok && written <= d.written {
-		return false
+	if d, ok := n.recentDeletes.get(key); ok && !supersedes(written, d.written, true) {
+		return false // a delete remembered stands on a tie, like a value kept
 	}
 	held, found, _ := n.store.Get(key)
 	return !found || supersedes(written, held.Written, keepHeld)
