@@ -180,6 +180,68 @@ func TestStrayCopiesWrittenAgain(t *testing.T) {
 	nw.checkRing()
 }
 
+// TestHandoffKeepsLaterCopiesHeld: b holds copies of keys in c's range — strays, as the other
+// side of a cut leaves behind — when c hands [2000, 2600) to b by a NIX. Of two copies of a key
+// the later written stands (stamp.go), in a handoff as anywhere: b's 2500, written after c's,
+// is not overwritten by the chunk, nor is b's 2300 deleted by c's delete forwarded during the
+// handoff, made before b's copy was written; b's 2400, older than c's, is overwritten.
+func TestHandoffKeepsLaterCopiesHeld(t *testing.T) {
+	nw := fourNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,"")
+	b, c := nw.nodes["b"], nw.nodes["c"]
+	now := uint64(nw.clock.now.UnixNano())
+	earlier, later := now-uint64(time.Minute), now+uint64(time.Minute)
+	for _, it := range []overlay.Item{{Key: k(2300), Value: []byte("c's"), Written: earlier},
+		{Key: k(2400), Value: []byte("c's newer"), Written: now}, {Key: k(2500), Value: []byte("c's older"), Written: now}} {
+		_ = c.Store().Put(it)
+	}
+	for _, it := range []overlay.Item{{Key: k(2300), Value: []byte("b's, after c's delete"), Written: later},
+		{Key: k(2400), Value: []byte("b's older"), Written: earlier}, {Key: k(2500), Value: []byte("b's newer"), Written: later}} {
+		_ = b.Store().Put(it)
+	}
+	var done nixDone
+	if err := c.GiveNIX(false, k(2600), pb.Cause_CAUSE_BALANCE, done.fn()); err != nil {
+		t.Fatal(err)
+	}
+	if c.out == nil {
+		t.Fatal("c's NIX to b did not start at once")
+	}
+	del := c.Delete(k(2300)) // during the handoff: forwarded to b
+	nw.run()
+	if !done.ok || b.Range() != (overlay.Range{Start: k(1000), End: k(2600)}) {
+		t.Fatalf("after c's NIX to b: done %v, b owns %s; want [1000, 2600)", done.ok, b.Range())
+	}
+	if res := nw.envs["c"].result(t, del); res.Status != pb.Status_STATUS_OK {
+		t.Fatalf("delete of 2300 at c during the handoff: %+v", res)
+	}
+	for key, want := range map[int]string{2300: "b's, after c's delete", 2400: "c's newer", 2500: "b's newer"} {
+		if got := value(t, b, key); got != want {
+			t.Errorf("%d at b after the handoff: %q, want %q", key, got, want)
+		}
+	}
+	if b.Stats.CopiesOlder != 3 {
+		t.Errorf("b counts %d copies dropped as older, want 3 (c's 2300 and 2500, c's delete of 2300)", b.Stats.CopiesOlder)
+	}
+	nw.checkRing()
+
+	// A handoff that does not commit drops what its chunks brought, not the later copy kept.
+	nw = fourNodes(t)
+	b, c = nw.nodes["b"], nw.nodes["c"]
+	_ = c.Store().Put(overlay.Item{Key: k(2500), Value: []byte("c's older"), Written: earlier})
+	_ = b.Store().Put(overlay.Item{Key: k(2500), Value: []byte("b's newer"), Written: later})
+	nw.drop = func(s sentMsg) bool { return s.m.GetHandoffAck() != nil }
+	done = nixDone{}
+	if err := c.GiveNIX(false, k(2600), pb.Cause_CAUSE_BALANCE, done.fn()); err != nil {
+		t.Fatal(err)
+	}
+	nw.advance(10 * time.Minute)
+	if done.ok || b.Range() != (overlay.Range{Start: k(1000), End: k(2000)}) || b.Busy() {
+		t.Fatalf("c's NIX to b, every ack lost: done %v, b owns %s, busy %v; want it aborted", done.ok, b.Range(), b.Busy())
+	}
+	if got := value(t, b, 2500); got != "b's newer" {
+		t.Errorf("2500 at b after the NIX aborted: %q, want b's copy kept", got)
+	}
+}
+
 // TestOverlapNotSettledDuringAHandoff: c took the range of d, declared dead, over, and is
 // handing [2000, 3500) to its predecessor b by NIX when d, restored from its snapshot at 3000,
 // answers from inside c's range. Re-admitting d then would end c's range at 3000, and the NIX's

@@ -515,16 +515,24 @@ func (n *Node) applyChunk(x *inXfer, c *pb.Handoff) error {
 	if c.Last {
 		x.lastSeen = true
 	}
-	if err := n.store.PutBatch(overlay.ItemsFromPB(c.Items), c.Last); err != nil {
+	// A copy held here written later than the giver's — a stray from the other side of a cut —
+	// stands, as it would against any other copy (stamp.go); it is not one the chunk brought.
+	items := make([]overlay.Item, 0, len(c.Items))
+	for _, it := range c.Items {
+		key := overlay.Key(it.Key)
+		delete(x.tombs, key) // written at the giver after its tombstone went
+		if !n.copyStands(key, it.Written, false) {
+			n.Stats.CopiesOlder++
+			continue
+		}
+		items = append(items, overlay.Item{Key: key, Value: it.Value, Written: it.Written})
+		x.received = append(x.received, key)
+	}
+	if err := n.store.PutBatch(items, c.Last); err != nil {
 		return err
 	}
-	if len(c.Items) > 0 {
+	if len(items) > 0 {
 		n.storeWritten = n.env.Now()
-	}
-	for _, it := range c.Items {
-		n.observeStamp(it.Written)
-		x.received = append(x.received, overlay.Key(it.Key))
-		delete(x.tombs, overlay.Key(it.Key)) // written at the giver after its tombstone went
 	}
 	for _, t := range c.Tombstones {
 		x.addTombstone(n.receivedTombstone(t))
@@ -533,11 +541,14 @@ func (n *Node) applyChunk(x *inXfer, c *pb.Handoff) error {
 		x.addRecent(n.receivedTombstone(t))
 	}
 	for i, k := range c.Deletes {
-		if err := n.store.Delete(overlay.Key(k)); err != nil {
-			return err
-		}
 		written := stampAt(c.DeletesWritten, i)
-		n.observeStamp(written)
+		if n.copyStands(overlay.Key(k), written, false) {
+			if err := n.store.Delete(overlay.Key(k)); err != nil {
+				return err
+			}
+		} else {
+			n.Stats.CopiesOlder++
+		}
 		d := tombstone{at: n.env.Now(), written: written}
 		x.addRecent(overlay.Key(k), d)
 		if x.lost.contains(overlay.Key(k)) {
