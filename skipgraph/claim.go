@@ -205,7 +205,8 @@ func (n *Node) readmit(x overlay.Peer, ours bool, xWrittenBefore time.Time, why 
 }
 
 // pushCopies writes items this node holds but may not own to their owners, in batches, and
-// drops each batch's copies once it is stored, except the keys it is responsible for again. A
+// drops each batch's copies once it is stored, except the keys it is responsible for again or
+// may be soon (a piece coming in: found with the answer overtaken by the piece's chunks). A
 // batch that fails leaves its copies here: those in the range a later handoff or re-admission can
 // still find, the others the tick writes out again (strays). With keepExisting the owners' own
 // values stand. A node outside the ring sends them through via, a live node.
@@ -226,7 +227,14 @@ func (n *Node) pushCopies(items []overlay.Item, keepExisting bool, copiesOf uint
 				return
 			}
 			for _, it := range batch {
-				if !n.Responsible(it.Key) {
+				switch {
+				case n.Responsible(it.Key):
+				case n.in != nil && n.in.piece.Contains(it.Key):
+					// The owner is handing the piece here: a chunk may have brought its copy of
+					// the key, stored over this one, and the piece may yet commit. If it does not,
+					// what the chunks brought goes (dropReceived) and the rest is written again.
+					n.strays = true
+				default:
 					_ = n.store.Delete(it.Key)
 				}
 			}

@@ -242,6 +242,60 @@ func TestHandoffKeepsLaterCopiesHeld(t *testing.T) {
 	}
 }
 
+// TestCopyWrittenOutKeptWhileItsPieceComesIn: b writes its copy of 2500, in c's range and later
+// than c's, out to c, which stores it and then hands [2000, 2600) to b by a NIX of one item per
+// chunk. c's answer to the write is overtaken by the chunks — b has applied the one bringing
+// 2500, not yet the last — so b is not yet responsible for the key when the answer says its copy
+// is stored. Dropping it then (as until 2026-12-06) lost the key: c drops the piece once b
+// commits it.
+func TestCopyWrittenOutKeptWhileItsPieceComesIn(t *testing.T) {
+	nw := fourNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,"")
+	b, c := nw.nodes["b"], nw.nodes["c"]
+	c.cfg.ChunkItems = 1
+	now := uint64(nw.clock.now.UnixNano())
+	for _, i := range []int{2100, 2200, 2500, 2550} {
+		_ = c.Store().Put(overlay.Item{Key: k(i), Value: []byte("c's"), Written: now - uint64(time.Minute)})
+	}
+	copyAtB := overlay.Item{Key: k(2500), Value: []byte("b's, later"), Written: now}
+	_ = b.Store().Put(copyAtB)
+	var answers []sentMsg
+	nw.drop = func(s sentMsg) bool {
+		if s.m.GetBatchPutReply() != nil {
+			answers = append(answers, s)
+			return true
+		}
+		return false
+	}
+	b.pushCopies([]overlay.Item{copyAtB}, true, 0, "", "test")
+	nw.run()
+	if len(answers) != 1 || value(t, c, 2500) != "b's, later" {
+		t.Fatalf("c holds %q of 2500 after b's write-out, %d answers held; want b's copy, one", value(t, c, 2500), len(answers))
+	}
+	nw.drop = nil
+	var done nixDone
+	if err := c.GiveNIX(false, k(2600), pb.Cause_CAUSE_BALANCE, done.fn()); err != nil {
+		t.Fatal(err)
+	}
+	for b.in == nil || b.in.next < 3 { // chunks 2100, 2200, 2500 applied; 2550 to come
+		if !nw.step() {
+			t.Fatal("c's NIX to b stopped before its third chunk")
+		}
+	}
+	if b.in.acked {
+		t.Fatal("b acknowledged the piece before its last chunk")
+	}
+	nw.queue = append(answers, nw.queue...) // the answer arrives now
+	nw.run()
+	nw.advance(time.Minute)
+	if !done.ok || b.Range() != (overlay.Range{Start: k(1000), End: k(2600)}) {
+		t.Fatalf("after c's NIX to b: done %v, b owns %s; want [1000, 2600)", done.ok, b.Range())
+	}
+	if got := value(t, b, 2500); got != "b's, later" {
+		t.Errorf("2500 at b, its owner now: %q, want b's copy", got)
+	}
+	nw.checkRing()
+}
+
 // TestOverlapNotSettledDuringAHandoff: c took the range of d, declared dead, over, and is
 // handing [2000, 3500) to its predecessor b by NIX when d, restored from its snapshot at 3000,
 // answers from inside c's range. Re-admitting d then would end c's range at 3000, and the NIX's
