@@ -80,8 +80,8 @@ type Node struct {
 	settled []settledXfer
 	// tombs are the keys deleted in the lost parts and in copiesOut (tombstone.go).
 	tombs tombstones
-	// recentDeletes are the deletes made here within recentDeleteFor, wherever they fell, kept
-	// in memory only (stamp.go).
+	// recentDeletes are the deletes made here within recentDeleteFor, wherever they fell
+	// (stamp.go).
 	recentDeletes tombstones
 	// storeWritten is when the store last took a value (a write, a batch, a handoff's chunk),
 	// or when the node was made: a store it restores holds nothing newer. Pongs report how long

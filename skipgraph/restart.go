@@ -15,7 +15,8 @@ import (
 // Snapshot returns what the node must keep across a restart to take its place back, or nil when
 // it owns nothing (a node that has not joined or has left starts afresh). A leaving node's
 // snapshot is that of an active one: until its handoff flips, the range is still its own.
-// Runtimes persist it whenever it changes, before the messages of the same step go out.
+// Runtimes persist it whenever it changes, before the messages of the same step go out, with
+// the recent deletes (RecentDeletes) added now and then.
 func (n *Node) Snapshot() *pb.NodeSnapshot {
 	if !n.Owns() {
 		return nil
@@ -114,6 +115,11 @@ func (n *Node) Restore(s *pb.NodeSnapshot) error {
 		n.tombs.set(tombstoneFromPB(t))
 	}
 	n.evictTombstones()
+	n.recentDeletes.clear()
+	for _, t := range s.RecentDeletes {
+		n.recentDeletes.set(tombstoneFromPB(t))
+	}
+	n.recentDeletes.evictOldest(n.cfg.MaxTombstones)
 	n.copiesOut = nil
 	for i, r := range s.CopiesOut {
 		n.copiesOut = append(n.copiesOut, copiesOutPiece{piece: overlay.RangeFromPB(r), until: time.Unix(0, s.CopiesOutUntilUnixNano[i])})

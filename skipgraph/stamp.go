@@ -43,9 +43,10 @@ func supersedes(w, held uint64, keepHeld bool) bool {
 // other side of a partition may also hold a copy of a key deleted in a range its owner held all
 // along: it took that range over as lost during the cut and took a write of the key there, and
 // the owner deleted the key later. So every delete is remembered for recentDeleteFor as well,
-// in memory only — the tombstones are persisted with the snapshot, at every change, and every
-// delete of a busy node would rewrite them all — and a copy written before it stays out. A
-// restart forgets them; a partition longer than that brings such a key back.
+// and a copy written before it stays out. They are not in Snapshot, which the runtime writes at
+// every change — every delete of a busy node would rewrite them all — but beside it, every few
+// seconds at most and when the runtime stops (RecentDeletes): a crash forgets the last seconds'.
+// A partition longer than recentDeleteFor brings such a key back.
 const recentDeleteFor = time.Hour
 
 // stampAt is the i-th of a message's delete stamps, 0 (unknown age) where it has none.

@@ -646,11 +646,12 @@ func TestGiverThatStoodStillWritesNoCopiesBack(t *testing.T) {
 // TestRecentDeletesKeepOlderCopiesOut: b deletes a key of the range it held all along (no
 // tombstone: no copy is expected back), and a copy written before the delete arrives later (a
 // node on the other side of a partition wrote it in a part it took over): it stays out while the
-// delete is remembered, for recentDeleteFor, at b or at the node b handed the key on to, and
-// comes back after that.
+// delete is remembered, for recentDeleteFor, at b, at the node b handed the key on to, or at b
+// restarted from its snapshot with the recent deletes its runtime wrote, and comes back after
+// that.
 func TestRecentDeletesKeepOlderCopiesOut(t *testing.T) {
-	for _, handOn := range []bool{false, true} {
-		t.Run(fmt.Sprintf("handed on %v", handOn), func(t *testing.T) {
+	for _, then := range []string{"kept", "handed on", "restarted"} {
+		t.Run(then, func(t *testing.T) {
 			nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
 			b := nw.nodes["b"]
 			nw.advance(b.copiesOutFor() + time.Minute) // the joins' pieces are b's alone by now
@@ -661,11 +662,24 @@ func TestRecentDeletesKeepOlderCopiesOut(t *testing.T) {
 				t.Fatalf("b remembers the delete recently %v, as a tombstone %v; want recently only", ok, b.tombs.has(k(1500)))
 			}
 			holder := b
-			if handOn {
+			switch then {
+			case "handed on":
 				nw.nix(t, "b", true, k(1400)) // c takes [1400, 2000)
 				holder = nw.nodes["c"]
 				if !holder.Range().Contains(k(1500)) {
 					t.Fatalf("c owns %s after b's NIX", holder.Range())
+				}
+			case "restarted":
+				snap := proto.Clone(b.Snapshot()).(*pb.NodeSnapshot)
+				snap.RecentDeletes, _ = b.RecentDeletes()
+				nw.crash("b")
+				var err error
+				if holder, err = nw.restart("b", snap); err != nil {
+					t.Fatal(err)
+				}
+				nw.advance(time.Minute) // confirmed by its neighbours
+				if holder.unconfirmed() || !holder.Range().Contains(k(1500)) {
+					t.Fatalf("b restarted: unconfirmed %v, range %s", holder.unconfirmed(), holder.Range())
 				}
 			}
 			writeOlderCopy := func() {

@@ -57,6 +57,11 @@ const (
 	storeWrittenRenew = 3 * time.Second
 )
 
+// recentDeletesEvery is how often at most the snapshot is written for the node's recent deletes
+// alone (NodeSnapshot.recent_deletes): every delete changes them, and every write of them
+// rewrites them all. A crash forgets the deletes of the last few seconds; Close writes them.
+const recentDeletesEvery = 5 * time.Second
+
 // memberMeta marks a data directory whose node has owned a range: an overlay exists, so a
 // restart never starts a new one (NewNetwork), even after a graceful leave.
 const memberMeta = "member"
@@ -125,18 +130,21 @@ type Runtime struct {
 	// Owned by the loop goroutine.
 	outbox    []outMsg
 	local     []outMsg // messages the node sent to itself, handled next
-	lastSnap  []byte   // the snapshot last persisted, without its tombstones
+	lastSnap  []byte   // the snapshot last persisted, without its tombstones and recent deletes
 	lastTombs uint64   // and the node's tombstone version then
-	member    bool     // memberMeta is written
-	protected map[peer.ID]bool
-	learned   map[peer.ID]learnedAddrs // the addresses last learned for each peer, to skip repeats
-	waiters   map[uint64]chan overlay.Result
-	completed []completion        // results of this step, handed to their waiters once it is durable
-	starting  chan overlay.Result // the waiter of the request being started (it may complete at once)
-	senders   map[overlay.NodeID]*sender
-	balancing bool
-	onLeft    []chan struct{}
-	closeOnce sync.Once
+	// lastRecent is the node's recent-delete version last persisted, recentAt when.
+	lastRecent uint64
+	recentAt   time.Time
+	member     bool // memberMeta is written
+	protected  map[peer.ID]bool
+	learned    map[peer.ID]learnedAddrs // the addresses last learned for each peer, to skip repeats
+	waiters    map[uint64]chan overlay.Result
+	completed  []completion        // results of this step, handed to their waiters once it is durable
+	starting   chan overlay.Result // the waiter of the request being started (it may complete at once)
+	senders    map[overlay.NodeID]*sender
+	balancing  bool
+	onLeft     []chan struct{}
+	closeOnce  sync.Once
 
 	// writtenBound is the persisted bound on when the store last took a value
 	// (storeWrittenMeta); restoredBound the one a restart found.
@@ -385,6 +393,7 @@ func (r *Runtime) loop() {
 			fn()
 			r.afterStep()
 		case <-r.stop:
+			r.persistSnapshot(true) // the recent deletes not yet written
 			return
 		}
 	}
@@ -436,7 +445,7 @@ func (r *Runtime) beforeStep() {
 }
 
 func (r *Runtime) afterStep() {
-	r.persistSnapshot()
+	r.persistSnapshot(false)
 	if !r.member && r.meta != nil && r.node.Owns() {
 		if err := r.meta.SetMeta(memberMeta, []byte{1}); err != nil {
 			r.log.Error("persist membership: a restart with --new-network could start a second overlay", zap.Error(err))
@@ -477,17 +486,20 @@ func (r *Runtime) afterStep() {
 	}
 }
 
-// persistSnapshot writes the node's snapshot when it changed. A failed write is logged loudly:
-// the node keeps running, but a restart would not find its place.
-func (r *Runtime) persistSnapshot() {
+// persistSnapshot writes the node's snapshot when it changed — for its recent deletes alone,
+// only recentDeletesEvery at most, unless final (the runtime stops). A failed write is logged
+// loudly: the node keeps running, but a restart would not find its place.
+func (r *Runtime) persistSnapshot(final bool) {
 	if r.meta == nil {
 		return
 	}
 	// Every step compares the snapshot without its tombstones, which can be many (deletes in
 	// lost parts and in pieces handed off lately) and change rarely: their version says when
-	// they did.
+	// they did. The recent deletes likewise, which change with every delete.
 	encode := proto.MarshalOptions{Deterministic: true}.Marshal
 	tombs := r.node.TombstoneVersion()
+	recent, recentVersion := r.node.RecentDeletes()
+	now := r.Now()
 	s := r.node.Snapshot()
 	var raw []byte
 	var err error
@@ -497,11 +509,15 @@ func (r *Runtime) persistSnapshot() {
 		raw, err = encode(s)
 		s.Tombstones = all
 	}
-	if err == nil && string(raw) == string(r.lastSnap) && tombs == r.lastTombs {
+	recentDue := recentVersion != r.lastRecent && (final || !now.Before(r.recentAt.Add(recentDeletesEvery)))
+	if err == nil && string(raw) == string(r.lastSnap) && tombs == r.lastTombs && !recentDue {
 		return
 	}
 	full := raw
-	if err == nil && len(s.GetTombstones()) > 0 {
+	if s != nil {
+		s.RecentDeletes = recent
+	}
+	if err == nil && (len(s.GetTombstones()) > 0 || len(s.GetRecentDeletes()) > 0) {
 		full, err = encode(s)
 	}
 	if err != nil {
@@ -512,7 +528,7 @@ func (r *Runtime) persistSnapshot() {
 		r.log.Error("persist snapshot: a restart would not restore this node's place", zap.Error(err))
 		return
 	}
-	r.lastSnap, r.lastTombs = raw, tombs
+	r.lastSnap, r.lastTombs, r.lastRecent, r.recentAt = raw, tombs, recentVersion, now
 }
 
 // wasMember reports whether this data directory's node has owned a range before (a seed that

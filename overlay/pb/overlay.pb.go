@@ -4354,7 +4354,12 @@ type NodeSnapshot struct {
 	CopiesOut              []*KeyRange `protobuf:"bytes,8,rep,name=copies_out,json=copiesOut,proto3" json:"copies_out,omitempty"`
 	CopiesOutUntilUnixNano []int64     `protobuf:"varint,9,rep,packed,name=copies_out_until_unix_nano,json=copiesOutUntilUnixNano,proto3" json:"copies_out_until_unix_nano,omitempty"`
 	// Handoffs this node settled lately, remembered until then (see SettledHandoff).
-	Settled       []*SettledHandoff `protobuf:"bytes,10,rep,name=settled,proto3" json:"settled,omitempty"`
+	Settled []*SettledHandoff `protobuf:"bytes,10,rep,name=settled,proto3" json:"settled,omitempty"`
+	// The deletes the node made within the last hour, wherever they fell (see
+	// Handoff.recent_deletes). They change with every delete, so a runtime writes them with the
+	// snapshot only every few seconds when nothing else changed, and when it stops: a crash
+	// forgets the last few seconds' deletes.
+	RecentDeletes []*Tombstone `protobuf:"bytes,11,rep,name=recent_deletes,json=recentDeletes,proto3" json:"recent_deletes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4455,6 +4460,13 @@ func (x *NodeSnapshot) GetCopiesOutUntilUnixNano() []int64 {
 func (x *NodeSnapshot) GetSettled() []*SettledHandoff {
 	if x != nil {
 		return x.Settled
+	}
+	return nil
+}
+
+func (x *NodeSnapshot) GetRecentDeletes() []*Tombstone {
+	if x != nil {
+		return x.RecentDeletes
 	}
 	return nil
 }
@@ -4864,7 +4876,7 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\n" +
 	"LevelLinks\x12.\n" +
 	"\x04pred\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04pred\x12.\n" +
-	"\x04succ\x18\x02 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04succ\"\x9c\x04\n" +
+	"\x04succ\x18\x02 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04succ\"\xe1\x04\n" +
 	"\fNodeSnapshot\x12.\n" +
 	"\x04self\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04self\x125\n" +
 	"\x06levels\x18\x02 \x03(\v2\x1d.skiprange.overlay.LevelLinksR\x06levels\x12:\n" +
@@ -4881,7 +4893,8 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"copies_out\x18\b \x03(\v2\x1b.skiprange.overlay.KeyRangeR\tcopiesOut\x12:\n" +
 	"\x1acopies_out_until_unix_nano\x18\t \x03(\x03R\x16copiesOutUntilUnixNano\x12;\n" +
 	"\asettled\x18\n" +
-	" \x03(\v2!.skiprange.overlay.SettledHandoffR\asettled\"\x81\x01\n" +
+	" \x03(\v2!.skiprange.overlay.SettledHandoffR\asettled\x12C\n" +
+	"\x0erecent_deletes\x18\v \x03(\v2\x1c.skiprange.overlay.TombstoneR\rrecentDeletes\"\x81\x01\n" +
 	"\x0eSettledHandoff\x12\x17\n" +
 	"\axfer_id\x18\x01 \x01(\x04R\x06xferId\x12\x12\n" +
 	"\x04peer\x18\x02 \x01(\fR\x04peer\x12&\n" +
@@ -5103,11 +5116,12 @@ var file_overlay_pb_overlay_proto_depIdxs = []int32{
 	20,  // 103: skiprange.overlay.NodeSnapshot.tombstones:type_name -> skiprange.overlay.Tombstone
 	10,  // 104: skiprange.overlay.NodeSnapshot.copies_out:type_name -> skiprange.overlay.KeyRange
 	51,  // 105: skiprange.overlay.NodeSnapshot.settled:type_name -> skiprange.overlay.SettledHandoff
-	106, // [106:106] is the sub-list for method output_type
-	106, // [106:106] is the sub-list for method input_type
-	106, // [106:106] is the sub-list for extension type_name
-	106, // [106:106] is the sub-list for extension extendee
-	0,   // [0:106] is the sub-list for field type_name
+	20,  // 106: skiprange.overlay.NodeSnapshot.recent_deletes:type_name -> skiprange.overlay.Tombstone
+	107, // [107:107] is the sub-list for method output_type
+	107, // [107:107] is the sub-list for method input_type
+	107, // [107:107] is the sub-list for extension type_name
+	107, // [107:107] is the sub-list for extension extendee
+	0,   // [0:107] is the sub-list for field type_name
 }
 
 func init() { file_overlay_pb_overlay_proto_init() }

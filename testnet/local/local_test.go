@@ -615,6 +615,84 @@ func TestRestoredNodeKnowsWhenItsStoreWasWritten(t *testing.T) {
 	}
 }
 
+// TestRecentDeletesSurviveARestart: the deletes a node made within the last hour keep older
+// copies of their keys out (PROTOCOL.md, "Recent deletes"); its runtime writes them with the
+// snapshot, so a node stopped and started again over its data directory still has them. A
+// delete that changes nothing else in the snapshot (no tombstone: the pieces the joins handed
+// over are no longer expected back) is written a few seconds later at most, so the last of two
+// in a row is written only when the runtime stops.
+func TestRecentDeletesSurviveARestart(t *testing.T) {
+	cfg := FastConfig()
+	cfg.SkipGraph.HandoffRetry = 100 * time.Millisecond // copies of the joins' pieces expected back for less long
+	cfg.SkipGraph.HandoffLease = 2 * time.Second
+	nw := startNet(t, 3, Options{DataDir: t.TempDir(), Node: &cfg})
+	c := newClient(t)
+	checkRing(t, c, nw, 3)
+	ref := load(t, c, nw, 200)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	e, _ := nw.Entry()
+	keys := slices.Sorted(maps.Keys(ref))
+	owner := -1
+	for i, m := range nw.Members() {
+		_ = m.Runtime.Do(ctx, func(n *nodeT) {
+			if n.Owns() && n.Range().Contains(overlay.Key(keys[len(keys)/2])) {
+				owner = i
+			}
+		})
+	}
+	var deleted []string
+	inARow := 0
+	for _, k := range keys {
+		var mine bool
+		var tombs uint64
+		at := func(n *nodeT) { mine, tombs = n.Range().Contains(overlay.Key(k)), n.TombstoneVersion() }
+		_ = nw.Members()[owner].Runtime.Do(ctx, at)
+		if !mine {
+			continue
+		}
+		before := tombs
+		if rep, err := c.Delete(ctx, e, []byte(k)); err != nil || rep.Status != pb.Status_STATUS_OK {
+			t.Fatalf("delete %s: %v %v", k, rep, err)
+		}
+		deleted = append(deleted, k)
+		_ = nw.Members()[owner].Runtime.Do(ctx, at)
+		if tombs == before {
+			if inARow++; inARow == 2 {
+				break
+			}
+			continue
+		}
+		inARow = 0
+		time.Sleep(time.Second) // the joins' pieces still expected back: a tombstone
+	}
+	if inARow < 2 {
+		t.Fatalf("node %d: no two deletes in a row without a tombstone among %d", owner, len(deleted))
+	}
+	remembered := func() []string {
+		var out []string
+		if err := nw.Members()[owner].Runtime.Do(ctx, func(n *nodeT) {
+			recent, _ := n.RecentDeletes()
+			for _, d := range recent {
+				out = append(out, string(d.Key))
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if got := remembered(); !slices.Equal(got, deleted) {
+		t.Fatalf("node %d deleted %q and remembers %q", owner, deleted, got)
+	}
+	nw.Crash(owner) // stops the runtime: it writes what it has not written yet
+	if err := nw.Restart(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	if got := remembered(); !slices.Equal(got, deleted) {
+		t.Fatalf("node %d remembers %q of its deletes %q after a restart", owner, got, deleted)
+	}
+}
+
 // TestSeedStartsWhilePeersAreJoiningThroughIt: b starts first and joins through a, the seed,
 // not up yet; a then starts with --new-network and b as its bootstrap peer. b answers — it is
 // up, joining through a — but is in no overlay: a counted it as reached and joined it, and the
