@@ -284,10 +284,10 @@ func (n *Node) Tombstones() int { return n.tombs.len() }
 func (n *Node) TombstoneVersion() uint64 { return n.tombs.version }
 
 // RecentDeletes returns the deletes the node remembers from the last hour (stamp.go), in key
-// order, and a version that changes whenever they do. They are not in Snapshot: they change
-// with every delete, and the runtime adds them (NodeSnapshot.recent_deletes) when it writes
-// the snapshot, every few seconds at most; Restore takes them back. The caller must not change
-// the slice.
-func (n *Node) RecentDeletes() ([]*pb.Tombstone, uint64) {
-	return n.recentDeletes.all(), n.recentDeletes.version
-}
+// order. They are not in Snapshot: they change with every delete, and the runtime adds them
+// (NodeSnapshot.recent_deletes) when it writes the snapshot, every few seconds at most; Restore
+// takes them back. The caller must not change the slice.
+func (n *Node) RecentDeletes() []*pb.Tombstone { return n.recentDeletes.all() }
+
+// RecentDeleteVersion changes whenever the node's recent deletes do.
+func (n *Node) RecentDeleteVersion() uint64 { return n.recentDeletes.version }

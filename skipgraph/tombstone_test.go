@@ -671,7 +671,7 @@ func TestRecentDeletesKeepOlderCopiesOut(t *testing.T) {
 				}
 			case "restarted":
 				snap := proto.Clone(b.Snapshot()).(*pb.NodeSnapshot)
-				snap.RecentDeletes, _ = b.RecentDeletes()
+				snap.RecentDeletes = b.RecentDeletes()
 				nw.crash("b")
 				var err error
 				if holder, err = nw.restart("b", snap); err != nil {

@@ -498,7 +498,7 @@ func (r *Runtime) persistSnapshot(final bool) {
 	// they did. The recent deletes likewise, which change with every delete.
 	encode := proto.MarshalOptions{Deterministic: true}.Marshal
 	tombs := r.node.TombstoneVersion()
-	recent, recentVersion := r.node.RecentDeletes()
+	recentVersion := r.node.RecentDeleteVersion()
 	now := r.Now()
 	s := r.node.Snapshot()
 	var raw []byte
@@ -515,7 +515,7 @@ func (r *Runtime) persistSnapshot(final bool) {
 	}
 	full := raw
 	if s != nil {
-		s.RecentDeletes = recent
+		s.RecentDeletes = r.node.RecentDeletes()
 	}
 	if err == nil && (len(s.GetTombstones()) > 0 || len(s.GetRecentDeletes()) > 0) {
 		full, err = encode(s)

@@ -672,8 +672,7 @@ func TestRecentDeletesSurviveARestart(t *testing.T) {
 	remembered := func() []string {
 		var out []string
 		if err := nw.Members()[owner].Runtime.Do(ctx, func(n *nodeT) {
-			recent, _ := n.RecentDeletes()
-			for _, d := range recent {
+			for _, d := range n.RecentDeletes() {
 				out = append(out, string(d.Key))
 			}
 		}); err != nil {
