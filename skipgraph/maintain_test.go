@@ -1228,3 +1228,40 @@ func TestScanDroppedWhereTheRingLeadsBack(t *testing.T) {
 		t.Fatalf("the scan was forwarded %d times, want 1 (a to b)", got)
 	}
 }
+
+// TestStaleDescriptorsInAnIntrudersAnswerTakeNothing: the 50,000-node run of seed 2 took three
+// live nodes' ranges over (JOURNAL.md, "three live nodes taken for dead"). Here as there: d
+// hands [3000, 3200) to c and c [2000, 3100) to b, and d does not hear of c's move; b hands
+// [1000, 2100) to a. A message reaches b from d as d was before its NIX, starting at 3000 —
+// inside b's range now — so b checks d as an intruder. d answers from 3200, past b's end, naming
+// c at its old start 2000 as its predecessor, before b's start. b's last pong from c was from
+// before c's NIX too. Read by those two old starts, d knows no node between b and itself and
+// c's [3100, 3200) would be nobody's; but b knows c's start now, from c's own handoff.
+func TestStaleDescriptorsInAnIntrudersAnswerTakeNothing(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	b, c, d := nw.nodes["b"], nw.nodes["c"], nw.nodes["d"]
+	dBefore := d.Self()
+	nw.nix(t, "d", false, k(3200)) // c [2000, 3200), d [3200, 4000)
+	nw.drop = func(s sentMsg) bool { return s.from == "c" && s.to == "d" }
+	nw.nix(t, "c", false, k(3100)) // b [1000, 3100), c [3100, 3200)
+	nw.nix(t, "b", false, k(2100)) // a [0, 2100), b [2100, 3100)
+	if d.levels[0].pred.ID != "c" || d.levels[0].pred.Start != k(2000) || b.maintain.succItemsOf.Start != k(2000) {
+		t.Fatalf("d knows c at %q, b last heard c at %q: the case wants both at c's old start 2000", d.levels[0].pred.Start, b.maintain.succItemsOf.Start)
+	}
+	if !b.checkIntruder(dBefore, b.levels[0].succ) {
+		t.Fatal("b does not check d, which it knows from a start inside its range")
+	}
+	nw.run()
+	if lost := nw.envs["b"].eventsOf(overlay.EventRangeLost); len(lost) > 0 {
+		t.Errorf("b took %s over from d's answer, c's range", lost[0].Range)
+	}
+	if want := (overlay.Range{Start: k(2100), End: k(3100)}); b.Range() != want {
+		t.Errorf("b owns %s, want %s", b.Range(), want)
+	}
+	nw.drop = nil
+	nw.advance(time.Minute)
+	nw.checkRing()
+	if want := (overlay.Range{Start: k(3100), End: k(3200)}); c.Range() != want {
+		t.Errorf("c owns %s, want %s", c.Range(), want)
+	}
+}
