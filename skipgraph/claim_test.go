@@ -184,7 +184,9 @@ func TestStrayCopiesWrittenAgain(t *testing.T) {
 // side of a cut leaves behind — when c hands [2000, 2600) to b by a NIX. Of two copies of a key
 // the later written stands (stamp.go), in a handoff as anywhere: b's 2500, written after c's,
 // is not overwritten by the chunk, nor is b's 2300 deleted by c's delete forwarded during the
-// handoff, made before b's copy was written; b's 2400, older than c's, is overwritten.
+// handoff, made before b's copy was written; b's 2400, older than c's, is overwritten, and b's
+// 2200 goes, written before c deleted the key ahead of the NIX (the delete comes with the piece,
+// and b's copy stood as the owner's value once the piece committed).
 func TestHandoffKeepsLaterCopiesHeld(t *testing.T) {
 	nw := fourNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,"")
 	b, c := nw.nodes["b"], nw.nodes["c"]
@@ -198,6 +200,12 @@ func TestHandoffKeepsLaterCopiesHeld(t *testing.T) {
 		{Key: k(2400), Value: []byte("b's older"), Written: earlier}, {Key: k(2500), Value: []byte("b's newer"), Written: later}} {
 		_ = b.Store().Put(it)
 	}
+	// c deletes 2200 before the NIX; b's copy is older than that delete, which comes with the
+	// piece as a recent delete.
+	_ = c.Store().Put(overlay.Item{Key: k(2200), Value: []byte("c's"), Written: earlier})
+	_ = b.Store().Put(overlay.Item{Key: k(2200), Value: []byte("b's, before c's delete"), Written: earlier})
+	c.Delete(k(2200))
+	nw.run()
 	var done nixDone
 	if err := c.GiveNIX(false, k(2600), pb.Cause_CAUSE_BALANCE, done.fn()); err != nil {
 		t.Fatal(err)
@@ -213,7 +221,7 @@ func TestHandoffKeepsLaterCopiesHeld(t *testing.T) {
 	if res := nw.envs["c"].result(t, del); res.Status != pb.Status_STATUS_OK {
 		t.Fatalf("delete of 2300 at c during the handoff: %+v", res)
 	}
-	for key, want := range map[int]string{2300: "b's, after c's delete", 2400: "c's newer", 2500: "b's newer"} {
+	for key, want := range map[int]string{2200: "", 2300: "b's, after c's delete", 2400: "c's newer", 2500: "b's newer"} {
 		if got := value(t, b, key); got != want {
 			t.Errorf("%d at b after the handoff: %q, want %q", key, got, want)
 		}

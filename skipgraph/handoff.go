@@ -535,10 +535,18 @@ func (n *Node) applyChunk(x *inXfer, c *pb.Handoff) error {
 		n.storeWritten = n.env.Now()
 	}
 	for _, t := range c.Tombstones {
-		x.addTombstone(n.receivedTombstone(t))
+		k, d := n.receivedTombstone(t)
+		if err := n.dropOlder(k, d.written); err != nil {
+			return err
+		}
+		x.addTombstone(k, d)
 	}
 	for _, t := range c.RecentDeletes {
-		x.addRecent(n.receivedTombstone(t))
+		k, d := n.receivedTombstone(t)
+		if err := n.dropOlder(k, d.written); err != nil {
+			return err
+		}
+		x.addRecent(k, d)
 	}
 	for i, k := range c.Deletes {
 		written := stampAt(c.DeletesWritten, i)
@@ -556,6 +564,17 @@ func (n *Node) applyChunk(x *inXfer, c *pb.Handoff) error {
 		}
 	}
 	return nil
+}
+
+// dropOlder deletes what this node holds of key where a delete stamped written came after it: a
+// copy it held in a piece coming in (a joiner's from its former place, a stray) that the giver
+// has deleted since, and which would otherwise stand as the owner's value once the piece commits.
+func (n *Node) dropOlder(key overlay.Key, written uint64) error {
+	held, found, err := n.store.Get(key)
+	if err != nil || !found || !supersedes(written, held.Written, true) {
+		return err
+	}
+	return n.store.Delete(key)
 }
 
 // unconfirmedReceiver refuses a NIX or a leave to a node that waits for its neighbours'
