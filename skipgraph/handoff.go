@@ -534,19 +534,17 @@ func (n *Node) applyChunk(x *inXfer, c *pb.Handoff) error {
 	if len(items) > 0 {
 		n.storeWritten = n.env.Now()
 	}
-	for _, t := range c.Tombstones {
-		k, d := n.receivedTombstone(t)
-		if err := n.dropOlder(k, d.written); err != nil {
-			return err
+	for _, deletes := range []struct {
+		of  []*pb.Tombstone
+		add func(overlay.Key, tombstone)
+	}{{c.Tombstones, x.addTombstone}, {c.RecentDeletes, x.addRecent}} {
+		for _, t := range deletes.of {
+			k, d := n.receivedTombstone(t)
+			if err := n.dropOlder(k, d.written); err != nil {
+				return err
+			}
+			deletes.add(k, d)
 		}
-		x.addTombstone(k, d)
-	}
-	for _, t := range c.RecentDeletes {
-		k, d := n.receivedTombstone(t)
-		if err := n.dropOlder(k, d.written); err != nil {
-			return err
-		}
-		x.addRecent(k, d)
 	}
 	for i, k := range c.Deletes {
 		written := stampAt(c.DeletesWritten, i)
