@@ -507,7 +507,7 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 		if s.ID != n.levels[0].succ.ID || s.Start == n.end() || !overlay.StrictlyBetween(n.end(), from.Start, s.Start) {
 			return
 		}
-		if n.checkIntruder(overlay.PeerFromPB(p.Pred), from) {
+		if n.checkIntruder(n.nextBeyond(from, p), from) {
 			return
 		}
 		// It knows no node between this one and it: no predecessor (it found the node before it
@@ -574,6 +574,30 @@ func (n *Node) nextIntruder(x overlay.Peer, p *pb.Pong) overlay.Peer {
 		if held, err := n.store.Count(overlay.Range{Start: y.Start, End: x.Start}); err == nil && held == 0 {
 			next = y
 		}
+	}
+	return next
+}
+
+// nextBeyond picks the node to check after x, a live node between this range's end and the
+// successor, whose table pong is p: of x's predecessors on every level, the one that starts
+// nearest after this range's end, or x's own predecessor when none starts there — so that the
+// walk down to the first node after the end takes a logarithmic number of steps. One
+// predecessor at a time, a node whose successor's start had moved down behind it (a stale
+// successor handed on after a pause: its start, read clockwise, seems to have moved up almost
+// a full turn) walked down the whole ring, one node every two seconds, an hour at 2,000 nodes
+// (skipsim balance --nodes 2000 --pause 0.1 --seed 2). A node that missed a ping is passed
+// over: a dead one, chosen again at every new walk, would end each of them.
+func (n *Node) nextBeyond(x overlay.Peer, p *pb.Pong) overlay.Peer {
+	next := overlay.PeerFromPB(p.Pred)
+	end := n.end()
+	order := overlay.ClockwiseFrom(end)
+	for _, c := range p.Preds {
+		y := overlay.PeerFromPB(c)
+		if y.IsZero() || y.ID == n.self.ID || n.maintain.misses[y.ID] > 0 || !overlay.StrictlyBetween(end, y.Start, x.Start) ||
+			!next.IsZero() && !order.OfPeer(&y).Before(order.OfPeer(&next)) {
+			continue
+		}
+		next = y
 	}
 	return next
 }

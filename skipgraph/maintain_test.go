@@ -1265,3 +1265,41 @@ func TestStaleDescriptorsInAnIntrudersAnswerTakeNothing(t *testing.T) {
 		t.Errorf("c owns %s, want %s", c.Range(), want)
 	}
 }
+
+// TestStaleSuccessorBehindFoundInFewSteps: n10 links to n05 at a start n05 held long ago, just
+// past n10's range, while n05's start has since moved down behind n10, and [10500, 11000),
+// before n11, is nobody's: the stale successor a paused node was handed at its rejoin, which
+// its former successor had left (skipsim balance --nodes 2000 --pause 0.1 --pause-for 60s
+// --seed 2). Read clockwise from n10, n05's new start seems to have moved up almost a full turn,
+// so n10 walks down from n05's predecessor to the first node after its end, n11, and takes the
+// gap over. One predecessor at a time, the walk went round the ring: an hour at 2,000 nodes. Now
+// it jumps along the predecessors on every level: 8 asks here, 62 before.
+func TestStaleSuccessorBehindFoundInFewSteps(t *testing.T) {
+	var nodes []placed
+	for i := range 64 {
+		nodes = append(nodes, placed{overlay.NodeID(fmt.Sprintf("n%02d", i)), 1000 * i})
+	}
+	nw := ringOf(t, nodes...)
+	a, n05, n11 := nw.nodes["n10"], nw.nodes["n05"], nw.nodes["n11"]
+	if n05.self.Version == 0 {
+		t.Fatal("n05 has no version to be stale by")
+	}
+	stale := n05.Self().WithStart(k(10500), n05.self.Version-1)
+	a.levels[0].succ, a.succList = stale, []overlay.Peer{stale, n11.Self(), nw.nodes["n12"].Self()}
+	asks := 0
+	nw.drop = func(s sentMsg) bool {
+		if p := s.m.GetPing(); s.from == "n10" && p != nil && p.Table && s.to != "n05" {
+			asks++
+		}
+		return false
+	}
+	nw.advance(time.Minute)
+	if want := (overlay.Range{Start: k(10000), End: k(11000)}); a.Range() != want || a.levels[0].succ.ID != "n11" {
+		t.Fatalf("n10 owns %s and links to %s, want %s and n11", a.Range(), a.levels[0].succ.ID, want)
+	}
+	if asks == 0 || asks > 16 {
+		t.Errorf("n10 asked %d nodes on its way down to n11; want some, and no more than 16 (one node at a time, it asked 62)", asks)
+	}
+	nw.checkRing()
+	nw.checkLevels()
+}
