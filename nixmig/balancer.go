@@ -174,6 +174,10 @@ type Balancer struct {
 	threshold  thresholdState
 	running    bool
 	checks     uint64
+	// tracking is the range the load statistics were last trimmed to (trimToRange); owning
+	// whether the node owned it then.
+	tracking overlay.Range
+	owning   bool
 
 	// waiting is a NIX turn that came while this node was still receiving (the commit of the
 	// member before overtaken); it is taken up again one hop time later.
@@ -273,7 +277,7 @@ func (b *Balancer) Served(k overlay.Key) { b.load.Hit(k, b.env.Now()) }
 
 // PieceLeaving hands over the load statistics of a piece whose ownership flipped away.
 func (b *Balancer) PieceLeaving(piece overlay.Range) []*pb.KeyLoad {
-	return b.load.Export(piece, b.keysIn(piece), b.env.Now())
+	return b.load.Export(piece, b.env.Now())
 }
 
 // PieceArrived takes in the statistics of a piece that became this node's.

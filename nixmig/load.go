@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/skiprange/skiprange/overlay"
@@ -258,19 +260,34 @@ func (t *LoadTracker) remove(k overlay.Key) (kl *keyLoad, from, to int64, ok boo
 	return kl, from, to, true
 }
 
-// Export removes the statistics of the keys of piece r and returns them for the wire. keysIn
-// yields the keys of the piece (from the caller's ordered store); only those that are tracked,
-// live and inside r are exported, and the node total loses exactly what is exported. Each entry
-// has counts[i] for slot Slot−i, newest first, trailing zeros trimmed. Tracked keys yielded inside
+// Export removes the statistics of the keys of piece r and returns them for the wire, in order
+// from the piece's start: every tracked key inside r, whether or not the node stores it — a key
+// deleted since it was read is load the piece's new owner serves; left behind, it stayed this
+// node's load with no key to give away. The node total loses exactly what is exported. Each
+// entry has counts[i] for slot Slot−i, newest first, trailing zeros trimmed. Tracked keys inside
 // r whose counters have all expired are dropped without being exported.
-func (t *LoadTracker) Export(r overlay.Range, keysIn iter.Seq[overlay.Key], now time.Time) []*pb.KeyLoad {
+func (t *LoadTracker) Export(r overlay.Range, now time.Time) []*pb.KeyLoad {
 	s, _ := t.slotOf(now)
 	t.tick(s)
-	var out []*pb.KeyLoad
-	for k := range keysIn {
-		if !r.Contains(k) {
-			continue
+	var keys []overlay.Key
+	for k := range t.keys {
+		if r.Contains(k) {
+			keys = append(keys, k)
 		}
+	}
+	// Map order is random; the wire and the receiver's sums must not be. Clockwise from the
+	// piece's start, as the store yields a piece that wraps round the top of the key space.
+	slices.SortFunc(keys, func(a, b overlay.Key) int {
+		if wa, wb := a < r.Start, b < r.Start; wa != wb {
+			if wa {
+				return 1 // past the top of the key space
+			}
+			return -1
+		}
+		return strings.Compare(string(a), string(b))
+	})
+	var out []*pb.KeyLoad
+	for _, k := range keys {
 		kl, from, to, ok := t.remove(k)
 		if !ok {
 			continue
@@ -363,10 +380,13 @@ func (t *LoadTracker) LoadOf(loads []*pb.KeyLoad, now time.Time) float64 {
 	return t.rate(a, b, f)
 }
 
-// Drop forgets the given keys (deleted items, lost ranges); the node total loses their load.
-func (t *LoadTracker) Drop(keysIn iter.Seq[overlay.Key]) {
-	for k := range keysIn {
-		t.remove(k)
+// Retain forgets every key that keep rejects (keys the node is no longer responsible for); the
+// node total loses their load.
+func (t *LoadTracker) Retain(keep func(overlay.Key) bool) {
+	for k := range t.keys {
+		if !keep(k) {
+			t.remove(k)
+		}
 	}
 }
 

@@ -338,13 +338,23 @@ func (m *model) keyLoad(k overlay.Key, now time.Time) float64 {
 	return (a + (1-f)*b) / (float64(m.slots*m.slotLen) / 1e9)
 }
 
-func (m *model) export(r overlay.Range, keys []overlay.Key, now time.Time) []*pb.KeyLoad {
+func (m *model) export(r overlay.Range, now time.Time) []*pb.KeyLoad {
 	m.tick(now)
+	var above, wrapped []overlay.Key // from the piece's start up, then from the bottom of the key space
+	for k := range m.keys {
+		switch {
+		case !r.Contains(k):
+		case k >= r.Start:
+			above = append(above, k)
+		default:
+			wrapped = append(wrapped, k)
+		}
+	}
+	slices.Sort(above)
+	slices.Sort(wrapped)
+	keys := append(above, wrapped...)
 	var out []*pb.KeyLoad
 	for _, k := range keys {
-		if _, ok := m.keys[k]; !ok || !r.Contains(k) {
-			continue
-		}
 		live := m.live(k)
 		delete(m.keys, k)
 		if len(live) == 0 {
@@ -413,13 +423,6 @@ func TestAgainstModel(t *testing.T) {
 		for i := range universe {
 			universe[i] = overlay.Uint64Key(uint64(i))
 		}
-		randKeys := func() []overlay.Key {
-			var ks []overlay.Key
-			for range rng.IntN(nkeys) {
-				ks = append(ks, universe[rng.IntN(nkeys)]) // duplicates allowed
-			}
-			return ks
-		}
 		now := t0.Add(time.Duration(rng.Int64N(int64(window))))
 		for step := range 3000 {
 			switch p := rng.IntN(100); {
@@ -439,8 +442,7 @@ func TestAgainstModel(t *testing.T) {
 				m.hit(k, now)
 			case p < 88:
 				r := overlay.Range{Start: universe[rng.IntN(nkeys)], End: universe[rng.IntN(nkeys)]}
-				ks := randKeys()
-				got, want := lt.Export(r, seq(ks...), now), m.export(r, ks, now)
+				got, want := lt.Export(r, now), m.export(r, now)
 				if !sameLoads(got, want) {
 					t.Fatalf("seed %d step %d: Export(%v) = %v, model %v", seed, step, r, got, want)
 				}
@@ -451,10 +453,12 @@ func TestAgainstModel(t *testing.T) {
 				}
 				ms[1-i].imp(got, later)
 			case p < 93:
-				ks := randKeys()
-				lt.Drop(seq(ks...))
-				for _, k := range ks {
-					delete(m.keys, k)
+				r := overlay.Range{Start: universe[rng.IntN(nkeys)], End: universe[rng.IntN(nkeys)]}
+				lt.Retain(r.Contains)
+				for k := range m.keys {
+					if !r.Contains(k) {
+						delete(m.keys, k)
+					}
 				}
 			case p < 96:
 				lt.Compact(now)
@@ -526,8 +530,8 @@ func TestExportImportMovesLoad(t *testing.T) {
 			before[k] = append(before[k], a.KeyLoad(k, at)+b.KeyLoad(k, at))
 		}
 	}
-	// The store yields more keys than the piece holds; only those inside it move.
-	loads := a.Export(piece, seq(keys...), now)
+	// Only the keys inside the piece move.
+	loads := a.Export(piece, now)
 	if len(loads) != 40 {
 		t.Fatalf("exported %d keys, want 40", len(loads))
 	}
@@ -557,7 +561,7 @@ func TestExportImportMovesLoad(t *testing.T) {
 		}
 	}
 	// Exporting again finds nothing.
-	if again := a.Export(piece, seq(keys...), now); len(again) != 0 {
+	if again := a.Export(piece, now); len(again) != 0 {
 		t.Errorf("second export returned %d entries", len(again))
 	}
 }
@@ -569,7 +573,7 @@ func TestExportFormat(t *testing.T) {
 	lt.Hit("k", base.Add(21*time.Second)) // slot 10
 	lt.Hit("k", base.Add(20*time.Second)) // slot 10
 	lt.Hit("x", base.Add(20*time.Second))
-	got := lt.Export(overlay.Range{Start: "a", End: "m"}, seq("k", "k", "x", "q"), base.Add(21*time.Second))
+	got := lt.Export(overlay.Range{Start: "a", End: "m"}, base.Add(21*time.Second))
 	want := []*pb.KeyLoad{{Key: []byte("k"), Slot: 10, Counts: []uint32{2, 0, 1}}}
 	if !sameLoads(got, want) {
 		t.Errorf("Export = %v, want %v", got, want)
@@ -578,7 +582,7 @@ func TestExportFormat(t *testing.T) {
 		t.Errorf("x should remain: %d keys", lt.Keys())
 	}
 	// A wrapping piece holds x.
-	got = lt.Export(overlay.Range{Start: "w", End: "b"}, seq("x"), base.Add(21*time.Second))
+	got = lt.Export(overlay.Range{Start: "w", End: "b"}, base.Add(21*time.Second))
 	if len(got) != 1 || lt.Load(base.Add(21*time.Second)) != 0 {
 		t.Errorf("wrapping export = %v, load left %v", got, lt.Load(base.Add(21*time.Second)))
 	}
@@ -645,9 +649,9 @@ func TestImportSaturates(t *testing.T) {
 	if got := lt.KeyLoad("k", now); got != want || lt.Load(now) != want {
 		t.Errorf("KeyLoad %v, Load %v; want both %v", got, lt.Load(now), want)
 	}
-	lt.Drop(seq("k"))
+	lt.Retain(func(overlay.Key) bool { return false })
 	if lt.Load(now) != 0 || lt.Keys() != 0 {
-		t.Errorf("after Drop: load %v, %d keys", lt.Load(now), lt.Keys())
+		t.Errorf("after Retain of nothing: load %v, %d keys", lt.Load(now), lt.Keys())
 	}
 }
 
@@ -834,14 +838,14 @@ func TestOddTimesDoNotPanic(t *testing.T) {
 					t.Fatalf("%v/%d: hit at %d, Load(%v) = %v", cfg.window, cfg.slots, now.UnixNano(), at.UnixNano(), l)
 				}
 			}
-			loads := lt.Export(overlay.FullRange, seq("k"), now)
+			loads := lt.Export(overlay.Range{Start: "k", End: "k\x00"}, now)
 			loads = append(loads,
 				&pb.KeyLoad{Key: []byte("m"), Slot: math.MinInt64, Counts: []uint32{1, 2}},
 				&pb.KeyLoad{Key: []byte("n"), Slot: math.MaxInt64, Counts: []uint32{1, 2}})
 			if err := other.Import(loads, now); err != nil {
 				t.Fatal(err)
 			}
-			if err := lt.Import(other.Export(overlay.FullRange, seq("k", "m", "n"), now), now); err != nil {
+			if err := lt.Import(other.Export(overlay.FullRange, now), now); err != nil {
 				t.Fatal(err)
 			}
 			lt.Compact(now)
@@ -880,7 +884,7 @@ func TestLoadOfIsWhatImportAdds(t *testing.T) {
 	giver := mustTracker(t, 10*time.Second, 10)
 	keys := uint64Keys(50)
 	now := randomHits(giver, keys, 20000, time.Millisecond, rng)
-	loads := giver.Export(overlay.Range{Start: keys[10], End: keys[40]}, seq(keys...), now)
+	loads := giver.Export(overlay.Range{Start: keys[10], End: keys[40]}, now)
 	if len(loads) == 0 {
 		t.Fatal("nothing exported")
 	}

@@ -13,6 +13,20 @@ import (
 
 // --- the initiator ---
 
+// trimToRange forgets the load statistics of keys the node is no longer responsible for, once its
+// range changed: a range that shrank without a handoff of this node's (taken over while it was
+// thought dead, written out on a rejoin, cut short by a live node found inside it) leaves no
+// piece to export the statistics with, and its reads would count as this node's load for the
+// whole window.
+func (b *Balancer) trimToRange() {
+	r, owns := b.sg.Range(), b.sg.Owns()
+	if r == b.tracking && owns == b.owning {
+		return
+	}
+	b.tracking, b.owning = r, owns
+	b.load.Retain(b.sg.Responsible)
+}
+
 func (b *Balancer) onCheck() {
 	if !b.running {
 		return
@@ -20,6 +34,7 @@ func (b *Balancer) onCheck() {
 	b.env.SetTimer(b.cfg.CheckInterval, overlay.Timer{Kind: timerCheck})
 	b.checks++
 	now := b.env.Now()
+	b.trimToRange()
 	if b.checks%64 == 0 {
 		b.load.Compact(now)
 		b.forgetSeen(now)

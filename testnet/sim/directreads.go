@@ -55,6 +55,9 @@ type directReads struct {
 	edges   []edge // scratch for one batch
 	starts  []overlay.Key
 	owners  []*simNode
+	// joiners are the nodes that own no range yet but acknowledged a piece whose giver flipped
+	// it to them: responsible for its keys, and in no owner's place.
+	joiners []*simNode
 }
 
 type directQuery struct {
@@ -100,9 +103,14 @@ func (d *directReads) flush(nw *Network, origin func() overlay.NodeID) {
 		d.pending = d.pending[:0]
 		return
 	}
-	d.starts = d.starts[:0]
+	d.starts, d.joiners = d.starts[:0], d.joiners[:0]
 	for _, s := range d.owners {
 		d.starts = append(d.starts, s.node.Self().Start)
+		s.node.FlippedPieces(func(xfer uint64, to overlay.NodeID, _ []*pb.KeyLoad) {
+			if r := nw.nodes[to]; r != nil && r.alive && !r.node.Owns() && r.node.AwaitingCommit(s.id, xfer) {
+				d.joiners = append(d.joiners, r)
+			}
+		})
 	}
 	slot := func(at time.Duration) int64 { return d.epoch.Add(at).UnixNano() / d.slotLen }
 	for lo := 0; lo < len(d.pending); {
@@ -194,12 +202,20 @@ func (d *directReads) credit(lo, hi int, readers uint32, at time.Time) {
 }
 
 // responsible returns the node of owners[i] and its two neighbours in ring order that is
-// responsible for k, owners[i] when none is.
+// responsible for k, or else the joiner that is, owners[i] when none is. Without the joiners, a
+// key of a piece flipped to one was read at the owner by start — the piece's giver, or the node
+// before it — which had handed the key's statistics over already, or never held it: load it
+// could not give away (2 to 3 reads in every join, until the node's range next changed).
 func (d *directReads) responsible(i int, k overlay.Key) *simNode {
 	n := len(d.owners)
 	for _, j := range [...]int{i, (i + 1) % n, (i + n - 1) % n} {
 		if d.owners[j].node.Responsible(k) {
 			return d.owners[j]
+		}
+	}
+	for _, j := range d.joiners {
+		if j.node.Responsible(k) {
+			return j
 		}
 	}
 	return d.owners[i]

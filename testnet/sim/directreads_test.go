@@ -170,3 +170,63 @@ func TestDirectReadsFollowPiecesInFlight(t *testing.T) {
 		t.Fatalf("after the NIX: %s", rep)
 	}
 }
+
+// A node joining below an owner holds the piece the owner flipped to it the same way, between the
+// flip and the commit, but owns no range yet and stands in no owner's place: reads of its keys
+// were counted at the owner by start, which had handed their statistics over already, and stayed
+// there as load it could not give away.
+func TestDirectReadsFollowPiecesToAJoiner(t *testing.T) {
+	cfg := DefaultConfig()
+	h := build(t, cfg, 6)
+	keys := make([]overlay.Key, 600)
+	items := make([]overlay.Item, len(keys))
+	for i := range keys {
+		keys[i] = overlay.Uint64Key(uint64(i)*1500 + 7)
+		items[i] = overlay.Item{Key: keys[i], Value: []byte("v")}
+	}
+	h.Do(h.RandomOwner(), func(n *node.Node) uint64 { return n.PutBatch(items) }, func(overlay.Result) {})
+	nw := h.Net
+	nw.RunWhile(func() bool { return h.Pending() > 0 }, nw.Now()+1000*time.Second)
+
+	var giver *node.Node
+	var position overlay.Key
+	for _, s := range nw.owners() {
+		var mine []overlay.Key
+		_ = s.node.Store().Ascend(s.node.Range(), func(it overlay.Item) bool { mine = append(mine, it.Key); return true })
+		if len(mine) >= 10 && s.node.Range().Start < s.node.Range().End {
+			giver, position = s.node, mine[len(mine)/2]
+			break
+		}
+	}
+	if giver == nil {
+		t.Fatal("no owner with ten keys")
+	}
+	joiner, err := nw.Add("joiner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := joiner.Join(giver.ID(), position); err != nil {
+		t.Fatal(err)
+	}
+	inFlight := func() bool { return !giver.Responsible(position) && joiner.Responsible(position) && !joiner.Owns() }
+	nw.RunWhile(func() bool { return !inFlight() }, nw.Now()+100*time.Second)
+	if !inFlight() {
+		t.Fatal("the joiner's piece was never seen between the flip and the commit")
+	}
+	d := newDirectReads(keys, cfg.Node.Balance.Window, cfg.Node.Balance.Slots, nw.epoch)
+	d.add(nw.Now(), workload.Query{Start: position, End: position + "\x00", Keys: 1})
+	d.flush(nw, nil)
+	now := nw.epoch.Add(nw.Now())
+	for _, s := range nw.owners() {
+		if l := s.node.Balancer.Tracker().KeyLoad(position, now); l != 0 {
+			t.Errorf("read counted at %s, an owner: %v", s.id, l)
+		}
+	}
+	if l := joiner.Balancer.Tracker().KeyLoad(position, now); l == 0 {
+		t.Error("read not counted at the joiner")
+	}
+	nw.RunFor(100 * time.Second)
+	if rep := nw.Check(); !rep.OK() {
+		t.Fatalf("after the join: %s", rep)
+	}
+}
