@@ -1926,3 +1926,95 @@ func TestAbortedJoinKeepsTheJoinersOwnCopies(t *testing.T) {
 		t.Fatalf("f holds %d items of [1500, 2000) after the abort, want only its own copy", n)
 	}
 }
+
+// TestChunksInFlightNotSentAgainForEveryAnswer: b hands c a piece of 39 one-item chunks while
+// writes into the piece keep coming, each forwarded to c as one more chunk. c, having applied the
+// last chunk, answers every chunk with the chunks it has applied — fewer than b has sent by then,
+// the newest still on their way — and b took each answer for a loss and sent them all again, the
+// duplicates drawing more answers: a leave to a node back from a pause took two million messages
+// (skipsim balance --pause 0.1 --pause-for 120s --seed 16). Now b sends chunks again once every
+// half retry interval at most.
+func TestChunksInFlightNotSentAgainForEveryAnswer(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.ChunkItems = 1
+	nw := newTestNet(t, cfg)
+	nw.bootstrap("a")
+	nw.join("b", "a", k(1000))
+	nw.join("c", "a", k(2000))
+	nw.advance(time.Minute)
+	load(t, nw, nw.nodes["a"], items(1000, 2000, 25)) // b's 40 items
+	b, c := nw.nodes["b"], nw.nodes["c"]
+	const writes = 100
+	chunks, written := 0, 0
+	nw.drop = func(s sentMsg) bool {
+		if s.m.GetHandoff() == nil || s.from != "b" {
+			return false
+		}
+		chunks++
+		if written < writes && b.Busy() {
+			b.Put(k(1500)+overlay.Key(fmt.Sprint(written)), []byte("w"))
+			written++
+		}
+		return false
+	}
+	var done nixDone
+	if err := b.GiveNIX(true, k(1000)+"\x00", pb.Cause_CAUSE_BALANCE, done.fn()); err != nil {
+		t.Fatal(err)
+	}
+	nw.advance(time.Minute)
+	if done.calls != 1 || !done.ok {
+		t.Fatalf("done called %d times, ok %v; want once, true", done.calls, done.ok)
+	}
+	if written < writes/2 {
+		t.Fatalf("only %d writes during the handoff: the test tests nothing", written)
+	}
+	if limit := 3 * (39 + written); chunks > limit {
+		t.Errorf("b sent %d chunks for 39 items and %d writes; want no more than %d", chunks, written, limit)
+	}
+	if got := c.Range(); got.Start != k(1000)+"\x00" {
+		t.Errorf("c owns %s, want it to start past b's one key", got)
+	}
+	for i := range written {
+		if _, ok, _ := c.Store().Get(k(1500) + overlay.Key(fmt.Sprint(i))); !ok {
+			t.Fatalf("write %d missing at c", i)
+		}
+	}
+}
+
+// TestChunkMissedTwiceStillArrives: c misses chunk 20 of a NIX of 39 one-item chunks twice, the
+// first time and again when b sends the rest once more on c's answer. b sends chunks again once
+// every half retry interval at most (TestChunksInFlightNotSentAgainForEveryAnswer); c, making no
+// progress, asks again after its own retry interval, and the piece goes through.
+func TestChunkMissedTwiceStillArrives(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.ChunkItems = 1
+	nw := newTestNet(t, cfg)
+	nw.bootstrap("a")
+	nw.join("b", "a", k(1000))
+	nw.join("c", "a", k(2000))
+	nw.advance(time.Minute)
+	load(t, nw, nw.nodes["a"], items(1000, 2000, 25)) // b's 40 items
+	b, c := nw.nodes["b"], nw.nodes["c"]
+	dropped := 0
+	nw.drop = func(s sentMsg) bool {
+		if h := s.m.GetHandoff(); h != nil && s.from == "b" && h.Seq == 20 && dropped < 2 {
+			dropped++
+			return true
+		}
+		return false
+	}
+	var done nixDone
+	if err := b.GiveNIX(true, k(1000)+"\x00", pb.Cause_CAUSE_BALANCE, done.fn()); err != nil {
+		t.Fatal(err)
+	}
+	nw.advance(time.Minute)
+	if dropped != 2 {
+		t.Fatalf("chunk 20 dropped %d times, want 2: the test tests nothing", dropped)
+	}
+	if done.calls != 1 || !done.ok || done.items != 39 {
+		t.Fatalf("done called %d times, ok %v, items %d; want once, true, 39", done.calls, done.ok, done.items)
+	}
+	if got := c.Range(); got.Start != k(1000)+"\x00" || c.Store().Len() != 39 {
+		t.Errorf("c owns %s with %d items, want it to start past b's one key with 39", got, c.Store().Len())
+	}
+}
