@@ -1935,15 +1935,7 @@ func TestAbortedJoinKeepsTheJoinersOwnCopies(t *testing.T) {
 // (skipsim balance --pause 0.1 --pause-for 120s --seed 16). Now b sends chunks again once every
 // half retry interval at most.
 func TestChunksInFlightNotSentAgainForEveryAnswer(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.ChunkItems = 1
-	nw := newTestNet(t, cfg)
-	nw.bootstrap("a")
-	nw.join("b", "a", k(1000))
-	nw.join("c", "a", k(2000))
-	nw.advance(time.Minute)
-	load(t, nw, nw.nodes["a"], items(1000, 2000, 25)) // b's 40 items
-	b, c := nw.nodes["b"], nw.nodes["c"]
+	nw, b, c := oneItemChunksFromBToC(t)
 	const writes = 100
 	chunks, written := 0, 0
 	nw.drop = func(s sentMsg) bool {
@@ -1986,15 +1978,7 @@ func TestChunksInFlightNotSentAgainForEveryAnswer(t *testing.T) {
 // every half retry interval at most (TestChunksInFlightNotSentAgainForEveryAnswer); c, making no
 // progress, asks again after its own retry interval, and the piece goes through.
 func TestChunkMissedTwiceStillArrives(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.ChunkItems = 1
-	nw := newTestNet(t, cfg)
-	nw.bootstrap("a")
-	nw.join("b", "a", k(1000))
-	nw.join("c", "a", k(2000))
-	nw.advance(time.Minute)
-	load(t, nw, nw.nodes["a"], items(1000, 2000, 25)) // b's 40 items
-	b, c := nw.nodes["b"], nw.nodes["c"]
+	nw, b, c := oneItemChunksFromBToC(t)
 	dropped := 0
 	nw.drop = func(s sentMsg) bool {
 		if h := s.m.GetHandoff(); h != nil && s.from == "b" && h.Seq == 20 && dropped < 2 {
@@ -2017,4 +2001,19 @@ func TestChunkMissedTwiceStillArrives(t *testing.T) {
 	if got := c.Range(); got.Start != k(1000)+"\x00" || c.Store().Len() != 39 {
 		t.Errorf("c owns %s with %d items, want it to start past b's one key with 39", got, c.Store().Len())
 	}
+}
+
+// oneItemChunksFromBToC builds a ring of a, b [1000, 2000) holding 40 items, and c [2000, …),
+// handoffs going one item to a chunk.
+func oneItemChunksFromBToC(t *testing.T) (nw *testNet, b, c *Node) {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.ChunkItems = 1
+	nw = newTestNet(t, cfg)
+	nw.bootstrap("a")
+	nw.join("b", "a", k(1000))
+	nw.join("c", "a", k(2000))
+	nw.advance(time.Minute)
+	load(t, nw, nw.nodes["a"], items(1000, 2000, 25))
+	return nw, nw.nodes["b"], nw.nodes["c"]
 }

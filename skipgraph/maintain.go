@@ -585,8 +585,8 @@ func (n *Node) nextIntruder(x overlay.Peer, p *pb.Pong) overlay.Peer {
 // predecessor at a time, a node whose successor's start had moved down behind it (a stale
 // successor handed on after a pause: its start, read clockwise, seems to have moved up almost
 // a full turn) walked down the whole ring, one node every two seconds, an hour at 2,000 nodes
-// (skipsim balance --nodes 2000 --pause 0.1 --seed 2). A node that missed a ping is passed
-// over: a dead one, chosen again at every new walk, would end each of them.
+// (skipsim balance --nodes 2000 --pause 0.1 --pause-for 60s --seed 2). A node that missed a
+// ping is passed over: a dead one, chosen again at every new walk, would end each of them.
 func (n *Node) nextBeyond(x overlay.Peer, p *pb.Pong) overlay.Peer {
 	next := overlay.PeerFromPB(p.Pred)
 	end := n.end()

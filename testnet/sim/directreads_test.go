@@ -120,48 +120,18 @@ func ownerByRange(t *testing.T, nw *Network, k overlay.Key) *node.Node {
 // the piece waits at the receiver; direct reads must be counted there too, not at the giver, whose
 // start still says the key is in its range but which has handed the key's load over already.
 func TestDirectReadsFollowPiecesInFlight(t *testing.T) {
-	cfg := DefaultConfig()
-	h := build(t, cfg, 6)
-	keys := make([]overlay.Key, 600)
-	items := make([]overlay.Item, len(keys))
-	for i := range keys {
-		keys[i] = overlay.Uint64Key(uint64(i)*1500 + 7)
-		items[i] = overlay.Item{Key: keys[i], Value: []byte("v")}
-	}
-	h.Do(h.RandomOwner(), func(n *node.Node) uint64 { return n.PutBatch(items) }, func(overlay.Result) {})
-	nw := h.Net
-	nw.RunWhile(func() bool { return h.Pending() > 0 }, nw.Now()+1000*time.Second)
+	cfg, nw, keys := sixNodesHolding600Keys(t)
 
-	// The giver is an owner whose range holds ten keys or more and does not wrap; the piece is its
-	// upper half, given to its successor.
-	var giver, receiver *node.Node
-	var split overlay.Key
-	owners := nw.owners()
-	for i, s := range owners[:len(owners)-1] {
-		var mine []overlay.Key
-		_ = s.node.Store().Ascend(s.node.Range(), func(it overlay.Item) bool { mine = append(mine, it.Key); return true })
-		if len(mine) >= 10 && s.node.Range().Start < s.node.Range().End {
-			giver, receiver, split = s.node, owners[i+1].node, mine[len(mine)/2]
-			break
-		}
-	}
-	if giver == nil {
-		t.Fatal("no owner with ten keys")
-	}
+	// The piece is the upper half of the giver's keys, given to its successor.
+	i, mine := ownerWithTenKeys(t, nw)
+	giver, receiver, split := nw.owners()[i].node, nw.owners()[i+1].node, mine[len(mine)/2]
 	if err := giver.GiveNIX(true, split, pb.Cause_CAUSE_BALANCE, func(bool, int) {}); err != nil {
 		t.Fatal(err)
 	}
 	inFlight := func() bool {
 		return !giver.Responsible(split) && receiver.Responsible(split) && receiver.Self().Start > split
 	}
-	nw.RunWhile(func() bool { return !inFlight() }, nw.Now()+100*time.Second)
-	if !inFlight() {
-		t.Fatal("the piece was never seen between the flip and the commit")
-	}
-	d := newDirectReads(keys, cfg.Node.Balance.Window, cfg.Node.Balance.Slots, nw.epoch)
-	d.add(nw.Now(), workload.Query{Start: split, End: split + "\x00", Keys: 1})
-	d.flush(nw, nil)
-	now := nw.epoch.Add(nw.Now())
+	now := readWhenInFlight(t, cfg, nw, keys, split, inFlight)
 	if g, r := giver.Balancer.Tracker().KeyLoad(split, now), receiver.Balancer.Tracker().KeyLoad(split, now); g != 0 || r == 0 {
 		t.Fatalf("read counted at the giver: %v, at the receiver: %v; want it at the receiver only", g, r)
 	}
@@ -176,31 +146,9 @@ func TestDirectReadsFollowPiecesInFlight(t *testing.T) {
 // were counted at the owner by start, which had handed their statistics over already, and stayed
 // there as load it could not give away.
 func TestDirectReadsFollowPiecesToAJoiner(t *testing.T) {
-	cfg := DefaultConfig()
-	h := build(t, cfg, 6)
-	keys := make([]overlay.Key, 600)
-	items := make([]overlay.Item, len(keys))
-	for i := range keys {
-		keys[i] = overlay.Uint64Key(uint64(i)*1500 + 7)
-		items[i] = overlay.Item{Key: keys[i], Value: []byte("v")}
-	}
-	h.Do(h.RandomOwner(), func(n *node.Node) uint64 { return n.PutBatch(items) }, func(overlay.Result) {})
-	nw := h.Net
-	nw.RunWhile(func() bool { return h.Pending() > 0 }, nw.Now()+1000*time.Second)
-
-	var giver *node.Node
-	var position overlay.Key
-	for _, s := range nw.owners() {
-		var mine []overlay.Key
-		_ = s.node.Store().Ascend(s.node.Range(), func(it overlay.Item) bool { mine = append(mine, it.Key); return true })
-		if len(mine) >= 10 && s.node.Range().Start < s.node.Range().End {
-			giver, position = s.node, mine[len(mine)/2]
-			break
-		}
-	}
-	if giver == nil {
-		t.Fatal("no owner with ten keys")
-	}
+	cfg, nw, keys := sixNodesHolding600Keys(t)
+	i, mine := ownerWithTenKeys(t, nw)
+	giver, position := nw.owners()[i].node, mine[len(mine)/2]
 	joiner, err := nw.Add("joiner")
 	if err != nil {
 		t.Fatal(err)
@@ -209,14 +157,7 @@ func TestDirectReadsFollowPiecesToAJoiner(t *testing.T) {
 		t.Fatal(err)
 	}
 	inFlight := func() bool { return !giver.Responsible(position) && joiner.Responsible(position) && !joiner.Owns() }
-	nw.RunWhile(func() bool { return !inFlight() }, nw.Now()+100*time.Second)
-	if !inFlight() {
-		t.Fatal("the joiner's piece was never seen between the flip and the commit")
-	}
-	d := newDirectReads(keys, cfg.Node.Balance.Window, cfg.Node.Balance.Slots, nw.epoch)
-	d.add(nw.Now(), workload.Query{Start: position, End: position + "\x00", Keys: 1})
-	d.flush(nw, nil)
-	now := nw.epoch.Add(nw.Now())
+	now := readWhenInFlight(t, cfg, nw, keys, position, inFlight)
 	for _, s := range nw.owners() {
 		if l := s.node.Balancer.Tracker().KeyLoad(position, now); l != 0 {
 			t.Errorf("read counted at %s, an owner: %v", s.id, l)
@@ -229,4 +170,50 @@ func TestDirectReadsFollowPiecesToAJoiner(t *testing.T) {
 	if rep := nw.Check(); !rep.OK() {
 		t.Fatalf("after the join: %s", rep)
 	}
+}
+
+// sixNodesHolding600Keys builds six nodes and writes 600 keys spread over the key space.
+func sixNodesHolding600Keys(t *testing.T) (Config, *Network, []overlay.Key) {
+	t.Helper()
+	cfg := DefaultConfig()
+	h := build(t, cfg, 6)
+	keys := make([]overlay.Key, 600)
+	items := make([]overlay.Item, len(keys))
+	for i := range keys {
+		keys[i] = overlay.Uint64Key(uint64(i)*1500 + 7)
+		items[i] = overlay.Item{Key: keys[i], Value: []byte("v")}
+	}
+	h.Do(h.RandomOwner(), func(n *node.Node) uint64 { return n.PutBatch(items) }, func(overlay.Result) {})
+	h.Net.RunWhile(func() bool { return h.Pending() > 0 }, h.Net.Now()+1000*time.Second)
+	return cfg, h.Net, keys
+}
+
+// ownerWithTenKeys returns the index among the owners of one, not the last, whose range holds ten
+// keys or more and does not wrap, and its keys.
+func ownerWithTenKeys(t *testing.T, nw *Network) (int, []overlay.Key) {
+	t.Helper()
+	owners := nw.owners()
+	for i, s := range owners[:len(owners)-1] {
+		var mine []overlay.Key
+		_ = s.node.Store().Ascend(s.node.Range(), func(it overlay.Item) bool { mine = append(mine, it.Key); return true })
+		if len(mine) >= 10 && s.node.Range().Start < s.node.Range().End {
+			return i, mine
+		}
+	}
+	t.Fatal("no owner with ten keys")
+	return 0, nil
+}
+
+// readWhenInFlight runs the network until inFlight holds — a piece holding key flipped and not
+// yet committed — and counts one direct read of key then; it returns the time of the read.
+func readWhenInFlight(t *testing.T, cfg Config, nw *Network, keys []overlay.Key, key overlay.Key, inFlight func() bool) time.Time {
+	t.Helper()
+	nw.RunWhile(func() bool { return !inFlight() }, nw.Now()+100*time.Second)
+	if !inFlight() {
+		t.Fatal("the piece was never seen between the flip and the commit")
+	}
+	d := newDirectReads(keys, cfg.Node.Balance.Window, cfg.Node.Balance.Slots, nw.epoch)
+	d.add(nw.Now(), workload.Query{Start: key, End: key + "\x00", Keys: 1})
+	d.flush(nw, nil)
+	return nw.epoch.Add(nw.Now())
 }
