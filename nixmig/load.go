@@ -1,12 +1,12 @@
 package nixmig
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"iter"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/skiprange/skiprange/overlay"
@@ -284,7 +284,7 @@ func (t *LoadTracker) Export(r overlay.Range, now time.Time) []*pb.KeyLoad {
 			}
 			return -1
 		}
-		return strings.Compare(string(a), string(b))
+		return cmp.Compare(a, b)
 	})
 	var out []*pb.KeyLoad
 	for _, k := range keys {
