@@ -32,8 +32,8 @@ test: lint ## vet, format check, and every test (the CI command)
 test-chaos: ## the docker chaos test alone, verbose (timeline and summary; about 4 minutes)
 	$(GO) test -count=1 -timeout 30m -v -run TestChaos ./testnet/docker/
 
-test-props: ## explore 3,000 random schedules each of the overlay, partition, pause, balancing, balancing-with-crashes and balancing-with-pauses property tests (minutes)
-	SKIPRANGE_RANDOM_PROPS=1 $(GO) test -count=1 -timeout 90m ./testnet/sim/ -run 'TestOverlayProperties|TestPartitionProperties|TestPauseProperties|TestBalanceProperties|TestBalanceCrashProperties|TestBalancePauseProperties' -rapid.checks=3000 -v
+test-props: ## explore 3,000 random schedules each of the overlay, partition, pause, balancing, balancing-with-crashes, balancing-with-pauses and balancing-with-cuts property tests (minutes)
+	SKIPRANGE_RANDOM_PROPS=1 $(GO) test -count=1 -timeout 90m ./testnet/sim/ -run 'TestOverlayProperties|TestPartitionProperties|TestPauseProperties|TestBalanceProperties|TestBalanceCrashProperties|TestBalancePauseProperties|TestBalanceCutProperties' -rapid.checks=3000 -v
 
 test-fuzz: ## run the two fuzz tests, FUZZTIME each (default 2m): arbitrary envelopes at a skip graph node, arbitrary balancing messages at a busy balancer
 	$(GO) test ./skipgraph -run '^$$' -fuzz '^FuzzHandle$$' -fuzztime $(FUZZTIME) -parallel 1

@@ -56,6 +56,13 @@ type balanceNet struct {
 	// crashes lets a burst crash a node (TestBalanceCrashProperties); crashedNow is set while a
 	// burst has crashed one.
 	crashes, crashedNow bool
+	// cuts lets a burst cut a node off from all the others instead (TestBalanceCutProperties);
+	// pausedNow is set then too, for the same reasons. cutOff holds the nodes cut off now.
+	// cutRanges holds each cut-off node's range at its cut: a burst may aim its operations
+	// there, where the others take the range over, balance it and write into it.
+	cuts      bool
+	cutOff    map[overlay.NodeID]bool
+	cutRanges map[overlay.NodeID]overlay.Range
 }
 
 // TestBalanceProperties applies random bursts of the balancer's operations — NIX handoffs to
@@ -71,7 +78,7 @@ type balanceNet struct {
 //	SKIPRANGE_RANDOM_PROPS=1 go test ./testnet/sim/ -run TestBalanceProperties -rapid.checks=3000
 func TestBalanceProperties(t *testing.T) {
 	defer fixedRapidSeed(t, 20261123)()
-	rapid.Check(t, func(rt *rapid.T) { balanceProperties(rt, false, false) })
+	rapid.Check(t, func(rt *rapid.T) { balanceProperties(rt, faultNone) })
 }
 
 // TestBalanceCrashProperties is TestBalanceProperties with crashes: a burst may also crash any
@@ -84,7 +91,7 @@ func TestBalanceProperties(t *testing.T) {
 //	SKIPRANGE_RANDOM_PROPS=1 go test ./testnet/sim/ -run TestBalanceCrashProperties -rapid.checks=3000
 func TestBalanceCrashProperties(t *testing.T) {
 	defer fixedRapidSeed(t, 20261128)()
-	rapid.Check(t, func(rt *rapid.T) { balanceProperties(rt, true, false) })
+	rapid.Check(t, func(rt *rapid.T) { balanceProperties(rt, faultCrash) })
 }
 
 // TestBalancePauseProperties is TestBalanceProperties with pauses: a burst may also freeze any
@@ -97,10 +104,33 @@ func TestBalanceCrashProperties(t *testing.T) {
 //	SKIPRANGE_RANDOM_PROPS=1 go test ./testnet/sim/ -run TestBalancePauseProperties -rapid.checks=3000
 func TestBalancePauseProperties(t *testing.T) {
 	defer fixedRapidSeed(t, 20261130)()
-	rapid.Check(t, func(rt *rapid.T) { balanceProperties(rt, false, true) })
+	rapid.Check(t, func(rt *rapid.T) { balanceProperties(rt, faultPause) })
 }
 
-func balanceProperties(rt *rapid.T, crashes, pauses bool) {
+// TestBalanceCutProperties is TestBalanceProperties with partitions of one node: a burst may
+// also cut any live node off from all the others for 2 s to 90 s, in the middle of the others'
+// handoffs — the docker chaos test's partition scenario, where the node goes on running, takes
+// the whole circle over alone, and is re-admitted at the heal while the others balance the
+// range they took over from it. Writes and reads go through the nodes not cut off, as clients
+// outside the cut node's network would; nothing acknowledged may be lost.
+//
+//	SKIPRANGE_RANDOM_PROPS=1 go test ./testnet/sim/ -run TestBalanceCutProperties -rapid.checks=3000
+func TestBalanceCutProperties(t *testing.T) {
+	defer fixedRapidSeed(t, 20261206)()
+	rapid.Check(t, func(rt *rapid.T) { balanceProperties(rt, faultCut) })
+}
+
+// balanceFault is the kind of fault a burst of TestBalanceProperties may add to its operations.
+type balanceFault int
+
+const (
+	faultNone balanceFault = iota
+	faultCrash
+	faultPause
+	faultCut
+)
+
+func balanceProperties(rt *rapid.T, fault balanceFault) {
 	cfg := DefaultConfig()
 	cfg.Seed = rapid.Uint64().Draw(rt, "seed")
 	cfg.Jitter = time.Duration(rapid.IntRange(0, 2).Draw(rt, "jitter")) * time.Second
@@ -110,7 +140,9 @@ func balanceProperties(rt *rapid.T, crashes, pauses bool) {
 	if err != nil {
 		rt.Fatal(err)
 	}
-	b := &balanceNet{propertyNet: &propertyNet{t: rt, h: h, either: map[overlay.Key]string{}}, migSplits: map[overlay.Key]bool{}, lossless: true, crashes: crashes, pauses: pauses}
+	b := &balanceNet{propertyNet: &propertyNet{t: rt, h: h, either: map[overlay.Key]string{}}, migSplits: map[overlay.Key]bool{}, lossless: true,
+		crashes: fault == faultCrash, pauses: fault == faultPause, cuts: fault == faultCut,
+		cutOff: map[overlay.NodeID]bool{}, cutRanges: map[overlay.NodeID]overlay.Range{}}
 	h.Net.OnEvent = func(at overlay.NodeID, e overlay.Event) {
 		switch e.Kind {
 		case overlay.EventJoined:
@@ -229,7 +261,13 @@ func (b *balanceNet) burst(t *rapid.T) (solo string) {
 		b.lossless = false
 	}
 	b.crashedNow, b.pausedNow = false, false
-	events := rapid.IntRange(1, 6).Draw(t, "events")
+	maxEvents, maxGap := 6, 3
+	if b.cuts {
+		// A cut-off node's range is taken over only after its pings time out: longer bursts
+		// with longer gaps let the others balance and write in what they took over.
+		maxEvents, maxGap = 12, 12
+	}
+	events := rapid.IntRange(1, maxEvents).Draw(t, "events")
 	// Keys read or written in this burst: a key is written at most once and never while a read of
 	// it is under way, so that every answer during the burst is known.
 	touched := map[overlay.Key]bool{}
@@ -239,8 +277,21 @@ func (b *balanceNet) burst(t *rapid.T) (solo string) {
 		if len(ids) == 0 {
 			break
 		}
+		var aim []overlay.Key // where writes and reads go, when not anywhere
+		if len(b.cutRanges) > 0 && rapid.Bool().Draw(t, "aim at a cut range") {
+			ids, aim = b.aimAtCuts(ids)
+			if len(ids) == 0 || len(aim) == 0 {
+				continue
+			}
+		}
+		key := func(label string) overlay.Key {
+			if len(aim) > 0 {
+				return aim[rapid.IntRange(0, len(aim)-1).Draw(t, label)]
+			}
+			return b.key(t, label)
+		}
 		ops := 9
-		if b.crashes || b.pauses {
+		if b.crashes || b.pauses || b.cuts {
 			ops = 10
 		}
 		switch op := rapid.IntRange(0, ops).Draw(t, "op"); {
@@ -268,10 +319,12 @@ func (b *balanceNet) burst(t *rapid.T) (solo string) {
 			last = "leave"
 		case op == 10 && len(ids) > 3 && b.pauses:
 			last = b.pause(t)
+		case op == 10 && len(ids) > 3 && b.cuts:
+			last = b.cut(t)
 		case op == 10 && len(ids) > 3: // a crash
 			last = b.crash(t)
 		case op == 7 && !b.crashes: // a write racing the handoffs (and pauses, and lost messages)
-			k := b.key(t, "wkey")
+			k := key("wkey")
 			if touched[k] {
 				break
 			}
@@ -279,7 +332,11 @@ func (b *balanceNet) burst(t *rapid.T) (solo string) {
 			v := fmt.Sprintf("w%d.%d", b.h.Net.Now()/time.Second, e)
 			del := rapid.IntRange(0, 3).Draw(t, "delete") == 0
 			old, exists := b.h.Expected[k]
-			b.h.write(b.pick(t, ids, "writer"), k, v, del, func(r overlay.Result) {
+			writer := b.pick(t, ids, "writer")
+			if b.cutOff[writer] {
+				break // no client reaches it
+			}
+			b.h.write(writer, k, v, del, func(r overlay.Result) {
 				switch {
 				case r.Status != pb.Status_STATUS_OK && !b.pausedNow && loss == 0:
 					t.Fatalf("write %x during a burst: %v %s", k, r.Status, r.Err)
@@ -295,13 +352,16 @@ func (b *balanceNet) burst(t *rapid.T) (solo string) {
 			})
 			last = "write"
 		default: // a read racing the handoffs, of a key no write of this burst touches
-			k := b.key(t, "rkey")
+			k := key("rkey")
 			if touched[k] {
 				break
 			}
 			touched[k] = true
 			want, exists := b.h.Expected[k]
 			at := b.pick(t, ids, "reader")
+			if b.cutOff[at] {
+				break
+			}
 			b.h.Do(at, func(nd *node.Node) uint64 { return nd.Get(k) }, func(r overlay.Result) {
 				switch {
 				case r.Status == pb.Status_STATUS_ERROR && (loss > 0 || b.crashedNow):
@@ -322,7 +382,7 @@ func (b *balanceNet) burst(t *rapid.T) (solo string) {
 			})
 			last = "read"
 		}
-		b.watch(time.Duration(rapid.IntRange(0, 3).Draw(t, "gap"))*time.Second, loss == 0 && !b.pausedNow)
+		b.watch(time.Duration(rapid.IntRange(0, maxGap).Draw(t, "gap"))*time.Second, loss == 0 && !b.pausedNow)
 	}
 	if loss > 0 {
 		b.h.Net.RunFor(time.Duration(rapid.IntRange(0, 60).Draw(t, "lossy")) * time.Second)
@@ -386,6 +446,69 @@ func (b *balanceNet) pause(t *rapid.T) string {
 	})
 	b.lossless, b.crashedNow, b.pausedNow = false, true, true // its answers come late, or its range is taken over meanwhile
 	return "pause"
+}
+
+// cut cuts a random running node off from all the others, whatever it is doing, for a drawn
+// time; the cut heals by itself. Not a node a client request started at is waiting on: its
+// answer would come only after.
+func (b *balanceNet) cut(t *rapid.T) string {
+	var running []overlay.NodeID
+	for _, s := range b.h.Net.order {
+		if s.alive && !b.cutOff[s.id] && !b.requesting(s.id) {
+			running = append(running, s.id)
+		}
+	}
+	if len(running) == 0 {
+		return ""
+	}
+	id := b.pick(t, running, "cut off")
+	hold := []time.Duration{2 * time.Second, 8 * time.Second, 20 * time.Second, 45 * time.Second, 90 * time.Second}[rapid.IntRange(0, 4).Draw(t, "hold")]
+	t.Logf("t=%s cut %s (%s, %s) off for %s", b.h.Net.Now(), id, b.h.Net.Node(id).State(), b.h.Net.Node(id).Range(), hold)
+	b.cutOff[id] = true
+	b.cutRanges[id] = b.h.Net.Node(id).Range()
+	b.partitionCutOff()
+	b.h.Net.At(b.h.Net.Now()+hold, func() {
+		delete(b.cutOff, id)
+		b.partitionCutOff()
+		t.Logf("t=%s %s reconnected", b.h.Net.Now(), id)
+	})
+	b.lossless, b.crashedNow, b.pausedNow = false, true, true // its range is taken over meanwhile
+	return "cut"
+}
+
+// aimAtCuts narrows ids to the nodes not cut off whose ranges meet a range a node had when it
+// was cut off, and lists the test's keys in those ranges.
+func (b *balanceNet) aimAtCuts(ids []overlay.NodeID) (near []overlay.NodeID, keys []overlay.Key) {
+	for _, id := range ids {
+		if b.cutOff[id] {
+			continue
+		}
+		for _, r := range b.cutRanges {
+			if len(b.h.Net.Node(id).Range().Intersect(r)) > 0 {
+				near = append(near, id)
+				break
+			}
+		}
+	}
+	for x := uint64(0); x < 1000; x++ {
+		k := overlay.Uint64Key(x)
+		for _, r := range b.cutRanges {
+			if r.Contains(k) {
+				keys = append(keys, k)
+				break
+			}
+		}
+	}
+	return near, keys
+}
+
+// partitionCutOff puts every node cut off now in a group of its own.
+func (b *balanceNet) partitionCutOff() {
+	groups := map[overlay.NodeID]int{}
+	for id := range b.cutOff {
+		groups[id] = len(groups) + 1
+	}
+	b.h.Net.Partition(groups)
 }
 
 // requesting reports whether a client request started at node id is still unanswered.
