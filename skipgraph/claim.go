@@ -196,12 +196,21 @@ func (n *Node) readmit(x overlay.Peer, ours bool, xWrittenBefore time.Time, why 
 	n.levels[0].succ = x
 	n.succList = n.trimSuccList(append([]overlay.Peer{x}, n.succList...))
 	n.maintain.former = nil // not alone any more
-	n.forgetLost(piece)     // x still has its items
+	holes := n.lost.within(piece)
+	n.forgetLost(piece) // x still has its items
 	n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: x.ID, Range: piece, Items: len(overwrite) + len(keep),
 		Detail: fmt.Sprintf("overlapping claims: %s; re-admitted, %d items and deletes held here sent overwriting, %d keeping what it holds",
 			why, len(overwrite), len(keep))})
-	n.pushCopies(overwrite, false, 0, "", "re-admission")
-	n.pushCopies(keep, true, 0, "", "re-admission")
+	// Once both writes are stored, the piece's items are all at x but in the parts lost here:
+	// x's own lost marks elsewhere in the piece (from take-overs while it was cut off) go.
+	written := 0
+	whole := func() {
+		if written++; written == 2 {
+			n.sendCopiesWhole(x.ID, piece, holes)
+		}
+	}
+	n.pushCopies(overwrite, false, 0, "", "re-admission", whole)
+	n.pushCopies(keep, true, 0, "", "re-admission", whole)
 }
 
 // pushCopies writes items this node holds but may not own to their owners, in batches, and
@@ -209,12 +218,17 @@ func (n *Node) readmit(x overlay.Peer, ours bool, xWrittenBefore time.Time, why 
 // may be soon (a piece coming in: found with the answer overtaken by the piece's chunks). A
 // batch that fails leaves its copies here: those in the range a later handoff or re-admission can
 // still find, the others the tick writes out again (strays). With keepExisting the owners' own
-// values stand. A node outside the ring sends them through via, a live node.
-func (n *Node) pushCopies(items []overlay.Item, keepExisting bool, copiesOf uint64, via overlay.NodeID, why string) {
+// values stand. A node outside the ring sends them through via, a live node. stored, if not nil,
+// runs once every batch is stored (at once when there are none).
+func (n *Node) pushCopies(items []overlay.Item, keepExisting bool, copiesOf uint64, via overlay.NodeID, why string, stored func()) {
 	for _, it := range items {
 		if !it.Deleted {
 			n.Stats.WrittenOut++
 		}
+	}
+	pending := (len(items) + n.cfg.MaxItemsPerMessage - 1) / n.cfg.MaxItemsPerMessage
+	if pending == 0 && stored != nil {
+		stored()
 	}
 	for len(items) > 0 {
 		batch := items[:min(len(items), n.cfg.MaxItemsPerMessage)]
@@ -237,6 +251,9 @@ func (n *Node) pushCopies(items []overlay.Item, keepExisting bool, copiesOf uint
 				default:
 					_ = n.store.Delete(it.Key)
 				}
+			}
+			if pending--; pending == 0 && stored != nil {
+				stored()
 			}
 		})
 	}

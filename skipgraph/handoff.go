@@ -956,10 +956,10 @@ func (n *Node) writeOutCopies(r overlay.Range, via overlay.NodeID, of handoffCop
 		}
 	}
 	if len(carried) > 0 {
-		n.pushCopies(carried, true, of.xfer, via, why)
+		n.pushCopies(carried, true, of.xfer, via, why, nil)
 	}
 	if len(others) > 0 {
-		n.pushCopies(others, true, 0, via, why)
+		n.pushCopies(others, true, 0, via, why, nil)
 	}
 	return len(items)
 }

@@ -3,7 +3,10 @@ package skipgraph
 import (
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/skiprange/skiprange/overlay"
+	"github.com/skiprange/skiprange/overlay/pb"
 )
 
 // lostSet holds the parts of a node's range whose items were lost with a failed node: a key
@@ -87,4 +90,57 @@ func (l *lostSet) remove(r overlay.Range) {
 		}
 	}
 	*l = out
+}
+
+// maxCopiesWholeHops bounds how often a CopiesWhole is passed on to a successor: more than the
+// pieces one outage leaves a node's former range in.
+const maxCopiesWholeHops = 16
+
+// sendCopiesWhole tells to, the owner of r's start, and the owners after it, that every item this
+// node held in r is written to them and stored, and that it held them all but in holes
+// (pb.CopiesWhole). Too many holes to send, and the owners keep their marks.
+func (n *Node) sendCopiesWhole(to overlay.NodeID, r overlay.Range, holes []overlay.Range) {
+	if len(holes) > n.cfg.MaxItemsPerMessage || to == n.self.ID {
+		return
+	}
+	c := &pb.CopiesWhole{Range: r.ToPB()}
+	for _, h := range holes {
+		c.Holes = append(c.Holes, h.ToPB())
+	}
+	n.send(to, &pb.Envelope{Body: &pb.Envelope_CopiesWhole{CopiesWhole: c}}, pb.Cause_CAUSE_REPAIR)
+}
+
+// onCopiesWhole drops the lost marks in the part of c's range this node owns, but in c's holes:
+// the items there were all held either here or by the sender, which has written its own here. A
+// mark kept where nothing is missing only makes a read of an absent key answer "may have
+// existed"; one dropped where something is missing answers "not found" for a lost key, so only
+// the sender's word drops one. The rest of the range, past this node's end, goes on to its
+// successor.
+func (n *Node) onCopiesWhole(c *pb.CopiesWhole) {
+	if !n.Owns() {
+		return
+	}
+	r, mine := overlay.RangeFromPB(c.Range), n.Range()
+	whole := mine.Intersect(r)
+	for _, h := range c.Holes {
+		var rest []overlay.Range
+		for _, w := range whole {
+			rest = append(rest, w.Subtract(overlay.RangeFromPB(h))...)
+		}
+		whole = rest
+	}
+	for _, w := range whole {
+		if len(n.lost.in(w)) > 0 {
+			n.lost.remove(w)
+			n.debug("lost marks dropped: the items are back", func() []zap.Field {
+				return []zap.Field{zap.Stringer("part", w), zap.Int("lost_parts_left", len(n.lost))}
+			})
+		}
+	}
+	end, succ := n.end(), n.levels[0].succ
+	if mine.IsFull() || end == r.Start || !r.Contains(end) || succ.ID == n.self.ID || c.Hops >= maxCopiesWholeHops {
+		return
+	}
+	n.send(succ.ID, &pb.Envelope{Body: &pb.Envelope_CopiesWhole{CopiesWhole: &pb.CopiesWhole{
+		Range: overlay.Range{Start: end, End: r.End}.ToPB(), Holes: c.Holes, Hops: c.Hops + 1}}}, pb.Cause_CAUSE_REPAIR)
 }

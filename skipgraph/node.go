@@ -435,6 +435,8 @@ func (n *Node) Handle(from overlay.NodeID, m *pb.Envelope) {
 		n.onPing(sender, b.Ping)
 	case *pb.Envelope_Pong:
 		n.onPong(sender, b.Pong)
+	case *pb.Envelope_CopiesWhole:
+		n.onCopiesWhole(b.CopiesWhole)
 	}
 }
 

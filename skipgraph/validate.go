@@ -139,6 +139,19 @@ func (n *Node) validate(m *pb.Envelope) error {
 				return errors.New("key load missing or over the limits")
 			}
 		}
+	case *pb.Envelope_CopiesWhole:
+		c := b.CopiesWhole
+		if len(c.Holes) > n.cfg.MaxItemsPerMessage {
+			return errors.New("too many holes")
+		}
+		if c.Hops > maxCopiesWholeHops {
+			return fmt.Errorf("%d hops over the limit of %d", c.Hops, maxCopiesWholeHops)
+		}
+		for _, r := range append([]*pb.KeyRange{c.Range}, c.Holes...) {
+			if r == nil || len(r.Start) > n.cfg.MaxKeyLen || len(r.End) > n.cfg.MaxKeyLen {
+				return errors.New("range missing or over the key limit")
+			}
+		}
 	case *pb.Envelope_NeighborUpdate:
 		if b.NeighborUpdate.Level >= overlay.MaxLevel {
 			return fmt.Errorf("level %d out of range", b.NeighborUpdate.Level)

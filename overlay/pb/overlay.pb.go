@@ -1995,6 +1995,72 @@ func (x *HandoffAbort) GetReason() string {
 	return ""
 }
 
+// CopiesWhole says that the sender has written every item and delete it held in range to their
+// owners, all of them acknowledged, and that it held every item there but in holes (parts it had
+// taken over without their items): together with what the owners held, the items there are all
+// present, so an owner drops its lost marks in range outside holes (skipgraph/lost.go). A node
+// gone back to the ring after a partition sends it once its copies are written; a node whose
+// range ends inside range passes the rest on to its level-0 successor, at most hops times more.
+type CopiesWhole struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Range         *KeyRange              `protobuf:"bytes,1,opt,name=range,proto3" json:"range,omitempty"`
+	Holes         []*KeyRange            `protobuf:"bytes,2,rep,name=holes,proto3" json:"holes,omitempty"`
+	Hops          uint32                 `protobuf:"varint,3,opt,name=hops,proto3" json:"hops,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopiesWhole) Reset() {
+	*x = CopiesWhole{}
+	mi := &file_overlay_pb_overlay_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopiesWhole) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopiesWhole) ProtoMessage() {}
+
+func (x *CopiesWhole) ProtoReflect() protoreflect.Message {
+	mi := &file_overlay_pb_overlay_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopiesWhole.ProtoReflect.Descriptor instead.
+func (*CopiesWhole) Descriptor() ([]byte, []int) {
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *CopiesWhole) GetRange() *KeyRange {
+	if x != nil {
+		return x.Range
+	}
+	return nil
+}
+
+func (x *CopiesWhole) GetHoles() []*KeyRange {
+	if x != nil {
+		return x.Holes
+	}
+	return nil
+}
+
+func (x *CopiesWhole) GetHops() uint32 {
+	if x != nil {
+		return x.Hops
+	}
+	return 0
+}
+
 // NeighborUpdate asks the receiver to set its neighbour on side at level to node. It applies when
 // the current neighbour is expect, is unknown, or when node lies strictly between the receiver and
 // the current neighbour on that side (stabilization). after_failure marks an update made because a
@@ -2013,7 +2079,7 @@ type NeighborUpdate struct {
 
 func (x *NeighborUpdate) Reset() {
 	*x = NeighborUpdate{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[20]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2025,7 +2091,7 @@ func (x *NeighborUpdate) String() string {
 func (*NeighborUpdate) ProtoMessage() {}
 
 func (x *NeighborUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[20]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2038,7 +2104,7 @@ func (x *NeighborUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NeighborUpdate.ProtoReflect.Descriptor instead.
 func (*NeighborUpdate) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{20}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *NeighborUpdate) GetLevel() uint32 {
@@ -2093,7 +2159,7 @@ type LevelScan struct {
 
 func (x *LevelScan) Reset() {
 	*x = LevelScan{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[21]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2105,7 +2171,7 @@ func (x *LevelScan) String() string {
 func (*LevelScan) ProtoMessage() {}
 
 func (x *LevelScan) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[21]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2118,7 +2184,7 @@ func (x *LevelScan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LevelScan.ProtoReflect.Descriptor instead.
 func (*LevelScan) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{21}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *LevelScan) GetOrigin() *NodeRef {
@@ -2172,7 +2238,7 @@ type LevelFound struct {
 
 func (x *LevelFound) Reset() {
 	*x = LevelFound{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[22]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2184,7 +2250,7 @@ func (x *LevelFound) String() string {
 func (*LevelFound) ProtoMessage() {}
 
 func (x *LevelFound) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[22]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2197,7 +2263,7 @@ func (x *LevelFound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LevelFound.ProtoReflect.Descriptor instead.
 func (*LevelFound) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{22}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *LevelFound) GetLevel() uint32 {
@@ -2254,7 +2320,7 @@ type Ping struct {
 
 func (x *Ping) Reset() {
 	*x = Ping{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[23]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2266,7 +2332,7 @@ func (x *Ping) String() string {
 func (*Ping) ProtoMessage() {}
 
 func (x *Ping) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[23]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2279,7 +2345,7 @@ func (x *Ping) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ping.ProtoReflect.Descriptor instead.
 func (*Ping) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{23}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Ping) GetSeq() uint64 {
@@ -2346,7 +2412,7 @@ type Pong struct {
 
 func (x *Pong) Reset() {
 	*x = Pong{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[24]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2358,7 +2424,7 @@ func (x *Pong) String() string {
 func (*Pong) ProtoMessage() {}
 
 func (x *Pong) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[24]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2371,7 +2437,7 @@ func (x *Pong) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pong.ProtoReflect.Descriptor instead.
 func (*Pong) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{24}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Pong) GetSeq() uint64 {
@@ -2477,7 +2543,7 @@ type LinkTable struct {
 
 func (x *LinkTable) Reset() {
 	*x = LinkTable{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[25]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2489,7 +2555,7 @@ func (x *LinkTable) String() string {
 func (*LinkTable) ProtoMessage() {}
 
 func (x *LinkTable) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[25]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2502,7 +2568,7 @@ func (x *LinkTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkTable.ProtoReflect.Descriptor instead.
 func (*LinkTable) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{25}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *LinkTable) GetNode() *NodeRef {
@@ -2555,6 +2621,7 @@ type Envelope struct {
 	//	*Envelope_LevelFound
 	//	*Envelope_Ping
 	//	*Envelope_Pong
+	//	*Envelope_CopiesWhole
 	//	*Envelope_Balance
 	Body          isEnvelope_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
@@ -2563,7 +2630,7 @@ type Envelope struct {
 
 func (x *Envelope) Reset() {
 	*x = Envelope{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[26]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2575,7 +2642,7 @@ func (x *Envelope) String() string {
 func (*Envelope) ProtoMessage() {}
 
 func (x *Envelope) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[26]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2588,7 +2655,7 @@ func (x *Envelope) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Envelope.ProtoReflect.Descriptor instead.
 func (*Envelope) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{26}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Envelope) GetFrom() *NodeRef {
@@ -2781,6 +2848,15 @@ func (x *Envelope) GetPong() *Pong {
 	return nil
 }
 
+func (x *Envelope) GetCopiesWhole() *CopiesWhole {
+	if x != nil {
+		if x, ok := x.Body.(*Envelope_CopiesWhole); ok {
+			return x.CopiesWhole
+		}
+	}
+	return nil
+}
+
 func (x *Envelope) GetBalance() *Balance {
 	if x != nil {
 		if x, ok := x.Body.(*Envelope_Balance); ok {
@@ -2866,6 +2942,10 @@ type Envelope_Pong struct {
 	Pong *Pong `protobuf:"bytes,34,opt,name=pong,proto3,oneof"`
 }
 
+type Envelope_CopiesWhole struct {
+	CopiesWhole *CopiesWhole `protobuf:"bytes,35,opt,name=copies_whole,json=copiesWhole,proto3,oneof"`
+}
+
 type Envelope_Balance struct {
 	Balance *Balance `protobuf:"bytes,40,opt,name=balance,proto3,oneof"`
 }
@@ -2906,6 +2986,8 @@ func (*Envelope_Ping) isEnvelope_Body() {}
 
 func (*Envelope_Pong) isEnvelope_Body() {}
 
+func (*Envelope_CopiesWhole) isEnvelope_Body() {}
+
 func (*Envelope_Balance) isEnvelope_Body() {}
 
 // Balance carries the balancer's messages (package nixmig): NIXMIG waves and the Item Balancing
@@ -2940,7 +3022,7 @@ type Balance struct {
 
 func (x *Balance) Reset() {
 	*x = Balance{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[27]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2952,7 +3034,7 @@ func (x *Balance) String() string {
 func (*Balance) ProtoMessage() {}
 
 func (x *Balance) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[27]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2965,7 +3047,7 @@ func (x *Balance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Balance.ProtoReflect.Descriptor instead.
 func (*Balance) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{27}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Balance) GetWave() uint64 {
@@ -3213,7 +3295,7 @@ type BalanceAck struct {
 
 func (x *BalanceAck) Reset() {
 	*x = BalanceAck{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[28]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3225,7 +3307,7 @@ func (x *BalanceAck) String() string {
 func (*BalanceAck) ProtoMessage() {}
 
 func (x *BalanceAck) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[28]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3238,7 +3320,7 @@ func (x *BalanceAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BalanceAck.ProtoReflect.Descriptor instead.
 func (*BalanceAck) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{28}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *BalanceAck) GetSeq() uint64 {
@@ -3275,7 +3357,7 @@ type LockRequest struct {
 
 func (x *LockRequest) Reset() {
 	*x = LockRequest{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[29]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3287,7 +3369,7 @@ func (x *LockRequest) String() string {
 func (*LockRequest) ProtoMessage() {}
 
 func (x *LockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[29]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3300,7 +3382,7 @@ func (x *LockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LockRequest.ProtoReflect.Descriptor instead.
 func (*LockRequest) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{29}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *LockRequest) GetDir() Side {
@@ -3371,7 +3453,7 @@ type LockRefused struct {
 
 func (x *LockRefused) Reset() {
 	*x = LockRefused{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[30]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3383,7 +3465,7 @@ func (x *LockRefused) String() string {
 func (*LockRefused) ProtoMessage() {}
 
 func (x *LockRefused) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[30]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3396,7 +3478,7 @@ func (x *LockRefused) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LockRefused.ProtoReflect.Descriptor instead.
 func (*LockRefused) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{30}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *LockRefused) GetReason() string {
@@ -3426,7 +3508,7 @@ type Release struct {
 
 func (x *Release) Reset() {
 	*x = Release{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[31]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3438,7 +3520,7 @@ func (x *Release) String() string {
 func (*Release) ProtoMessage() {}
 
 func (x *Release) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[31]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3451,7 +3533,7 @@ func (x *Release) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Release.ProtoReflect.Descriptor instead.
 func (*Release) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{31}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Release) GetReason() string {
@@ -3490,7 +3572,7 @@ type NixTurn struct {
 
 func (x *NixTurn) Reset() {
 	*x = NixTurn{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[32]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3502,7 +3584,7 @@ func (x *NixTurn) String() string {
 func (*NixTurn) ProtoMessage() {}
 
 func (x *NixTurn) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[32]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3515,7 +3597,7 @@ func (x *NixTurn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NixTurn.ProtoReflect.Descriptor instead.
 func (*NixTurn) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{32}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *NixTurn) GetDir() Side {
@@ -3561,7 +3643,7 @@ type SplitPlan struct {
 
 func (x *SplitPlan) Reset() {
 	*x = SplitPlan{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[33]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3573,7 +3655,7 @@ func (x *SplitPlan) String() string {
 func (*SplitPlan) ProtoMessage() {}
 
 func (x *SplitPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[33]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3586,7 +3668,7 @@ func (x *SplitPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitPlan.ProtoReflect.Descriptor instead.
 func (*SplitPlan) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{33}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SplitPlan) GetMigrant() uint32 {
@@ -3650,7 +3732,7 @@ type RemoteLock struct {
 
 func (x *RemoteLock) Reset() {
 	*x = RemoteLock{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[34]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3662,7 +3744,7 @@ func (x *RemoteLock) String() string {
 func (*RemoteLock) ProtoMessage() {}
 
 func (x *RemoteLock) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[34]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3675,7 +3757,7 @@ func (x *RemoteLock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoteLock.ProtoReflect.Descriptor instead.
 func (*RemoteLock) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{34}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RemoteLock) GetEnd() *NodeRef {
@@ -3769,7 +3851,7 @@ type RemoteReply struct {
 
 func (x *RemoteReply) Reset() {
 	*x = RemoteReply{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[35]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3781,7 +3863,7 @@ func (x *RemoteReply) String() string {
 func (*RemoteReply) ProtoMessage() {}
 
 func (x *RemoteReply) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[35]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3794,7 +3876,7 @@ func (x *RemoteReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoteReply.ProtoReflect.Descriptor instead.
 func (*RemoteReply) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{35}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RemoteReply) GetM() *NodeRef {
@@ -3850,7 +3932,7 @@ type MigOrder struct {
 
 func (x *MigOrder) Reset() {
 	*x = MigOrder{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[36]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3862,7 +3944,7 @@ func (x *MigOrder) String() string {
 func (*MigOrder) ProtoMessage() {}
 
 func (x *MigOrder) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[36]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3875,7 +3957,7 @@ func (x *MigOrder) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigOrder.ProtoReflect.Descriptor instead.
 func (*MigOrder) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{36}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *MigOrder) GetTarget() *NodeRef {
@@ -3932,7 +4014,7 @@ type MigDone struct {
 
 func (x *MigDone) Reset() {
 	*x = MigDone{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[37]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3944,7 +4026,7 @@ func (x *MigDone) String() string {
 func (*MigDone) ProtoMessage() {}
 
 func (x *MigDone) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[37]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3957,7 +4039,7 @@ func (x *MigDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigDone.ProtoReflect.Descriptor instead.
 func (*MigDone) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{37}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *MigDone) GetOk() bool {
@@ -3990,7 +4072,7 @@ type WaveDone struct {
 
 func (x *WaveDone) Reset() {
 	*x = WaveDone{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[38]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4002,7 +4084,7 @@ func (x *WaveDone) String() string {
 func (*WaveDone) ProtoMessage() {}
 
 func (x *WaveDone) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[38]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4015,7 +4097,7 @@ func (x *WaveDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaveDone.ProtoReflect.Descriptor instead.
 func (*WaveDone) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{38}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *WaveDone) GetOk() bool {
@@ -4057,7 +4139,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[39]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4069,7 +4151,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[39]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4082,7 +4164,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{39}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Probe) GetLoad() float64 {
@@ -4106,7 +4188,7 @@ type ProbeReply struct {
 
 func (x *ProbeReply) Reset() {
 	*x = ProbeReply{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[40]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4118,7 +4200,7 @@ func (x *ProbeReply) String() string {
 func (*ProbeReply) ProtoMessage() {}
 
 func (x *ProbeReply) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[40]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4131,7 +4213,7 @@ func (x *ProbeReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeReply.ProtoReflect.Descriptor instead.
 func (*ProbeReply) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{40}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ProbeReply) GetLoad() float64 {
@@ -4176,7 +4258,7 @@ type IBOffer struct {
 
 func (x *IBOffer) Reset() {
 	*x = IBOffer{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[41]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4188,7 +4270,7 @@ func (x *IBOffer) String() string {
 func (*IBOffer) ProtoMessage() {}
 
 func (x *IBOffer) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[41]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4201,7 +4283,7 @@ func (x *IBOffer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IBOffer.ProtoReflect.Descriptor instead.
 func (*IBOffer) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{41}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *IBOffer) GetHeavy() *NodeRef {
@@ -4243,7 +4325,7 @@ type IBNix struct {
 
 func (x *IBNix) Reset() {
 	*x = IBNix{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[42]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4255,7 +4337,7 @@ func (x *IBNix) String() string {
 func (*IBNix) ProtoMessage() {}
 
 func (x *IBNix) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[42]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4268,7 +4350,7 @@ func (x *IBNix) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IBNix.ProtoReflect.Descriptor instead.
 func (*IBNix) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{42}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *IBNix) GetLoad() float64 {
@@ -4289,7 +4371,7 @@ type LevelLinks struct {
 
 func (x *LevelLinks) Reset() {
 	*x = LevelLinks{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[43]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4301,7 +4383,7 @@ func (x *LevelLinks) String() string {
 func (*LevelLinks) ProtoMessage() {}
 
 func (x *LevelLinks) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[43]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4314,7 +4396,7 @@ func (x *LevelLinks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LevelLinks.ProtoReflect.Descriptor instead.
 func (*LevelLinks) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{43}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *LevelLinks) GetPred() *NodeRef {
@@ -4366,7 +4448,7 @@ type NodeSnapshot struct {
 
 func (x *NodeSnapshot) Reset() {
 	*x = NodeSnapshot{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[44]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4378,7 +4460,7 @@ func (x *NodeSnapshot) String() string {
 func (*NodeSnapshot) ProtoMessage() {}
 
 func (x *NodeSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[44]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4391,7 +4473,7 @@ func (x *NodeSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSnapshot.ProtoReflect.Descriptor instead.
 func (*NodeSnapshot) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{44}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *NodeSnapshot) GetSelf() *NodeRef {
@@ -4488,7 +4570,7 @@ type SettledHandoff struct {
 
 func (x *SettledHandoff) Reset() {
 	*x = SettledHandoff{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[45]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4500,7 +4582,7 @@ func (x *SettledHandoff) String() string {
 func (*SettledHandoff) ProtoMessage() {}
 
 func (x *SettledHandoff) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[45]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4513,7 +4595,7 @@ func (x *SettledHandoff) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SettledHandoff.ProtoReflect.Descriptor instead.
 func (*SettledHandoff) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{45}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *SettledHandoff) GetXferId() uint64 {
@@ -4688,7 +4770,11 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\axfer_id\x18\x01 \x01(\x04R\x06xferId\"?\n" +
 	"\fHandoffAbort\x12\x17\n" +
 	"\axfer_id\x18\x01 \x01(\x04R\x06xferId\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xc0\x01\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x87\x01\n" +
+	"\vCopiesWhole\x121\n" +
+	"\x05range\x18\x01 \x01(\v2\x1b.skiprange.overlay.KeyRangeR\x05range\x121\n" +
+	"\x05holes\x18\x02 \x03(\v2\x1b.skiprange.overlay.KeyRangeR\x05holes\x12\x12\n" +
+	"\x04hops\x18\x03 \x01(\rR\x04hops\"\xc0\x01\n" +
 	"\x0eNeighborUpdate\x12\x14\n" +
 	"\x05level\x18\x01 \x01(\rR\x05level\x12+\n" +
 	"\x04side\x18\x02 \x01(\x0e2\x17.skiprange.overlay.SideR\x04side\x12.\n" +
@@ -4732,8 +4818,7 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\tLinkTable\x12.\n" +
 	"\x04node\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04node\x120\n" +
 	"\x05preds\x18\x02 \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05preds\x120\n" +
-	"\x05succs\x18\x03 \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05succs\"\xdf\n" +
-	"\n" +
+	"\x05succs\x18\x03 \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05succs\"\xa4\v\n" +
 	"\bEnvelope\x12.\n" +
 	"\x04from\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04from\x12.\n" +
 	"\x05cause\x18\x02 \x01(\x0e2\x18.skiprange.overlay.CauseR\x05cause\x12\x14\n" +
@@ -4761,7 +4846,8 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\vlevel_found\x18  \x01(\v2\x1d.skiprange.overlay.LevelFoundH\x00R\n" +
 	"levelFound\x12-\n" +
 	"\x04ping\x18! \x01(\v2\x17.skiprange.overlay.PingH\x00R\x04ping\x12-\n" +
-	"\x04pong\x18\" \x01(\v2\x17.skiprange.overlay.PongH\x00R\x04pong\x126\n" +
+	"\x04pong\x18\" \x01(\v2\x17.skiprange.overlay.PongH\x00R\x04pong\x12C\n" +
+	"\fcopies_whole\x18# \x01(\v2\x1e.skiprange.overlay.CopiesWholeH\x00R\vcopiesWhole\x126\n" +
 	"\abalance\x18( \x01(\v2\x1a.skiprange.overlay.BalanceH\x00R\abalanceB\x06\n" +
 	"\x04body\"\xec\x06\n" +
 	"\aBalance\x12\x12\n" +
@@ -4954,7 +5040,7 @@ func file_overlay_pb_overlay_proto_rawDescGZIP() []byte {
 }
 
 var file_overlay_pb_overlay_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_overlay_pb_overlay_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_overlay_pb_overlay_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_overlay_pb_overlay_proto_goTypes = []any{
 	(Op)(0),                  // 0: skiprange.overlay.Op
 	(Status)(0),              // 1: skiprange.overlay.Status
@@ -4982,32 +5068,33 @@ var file_overlay_pb_overlay_proto_goTypes = []any{
 	(*KeyLoad)(nil),          // 23: skiprange.overlay.KeyLoad
 	(*HandoffCommitAck)(nil), // 24: skiprange.overlay.HandoffCommitAck
 	(*HandoffAbort)(nil),     // 25: skiprange.overlay.HandoffAbort
-	(*NeighborUpdate)(nil),   // 26: skiprange.overlay.NeighborUpdate
-	(*LevelScan)(nil),        // 27: skiprange.overlay.LevelScan
-	(*LevelFound)(nil),       // 28: skiprange.overlay.LevelFound
-	(*Ping)(nil),             // 29: skiprange.overlay.Ping
-	(*Pong)(nil),             // 30: skiprange.overlay.Pong
-	(*LinkTable)(nil),        // 31: skiprange.overlay.LinkTable
-	(*Envelope)(nil),         // 32: skiprange.overlay.Envelope
-	(*Balance)(nil),          // 33: skiprange.overlay.Balance
-	(*BalanceAck)(nil),       // 34: skiprange.overlay.BalanceAck
-	(*LockRequest)(nil),      // 35: skiprange.overlay.LockRequest
-	(*LockRefused)(nil),      // 36: skiprange.overlay.LockRefused
-	(*Release)(nil),          // 37: skiprange.overlay.Release
-	(*NixTurn)(nil),          // 38: skiprange.overlay.NixTurn
-	(*SplitPlan)(nil),        // 39: skiprange.overlay.SplitPlan
-	(*RemoteLock)(nil),       // 40: skiprange.overlay.RemoteLock
-	(*RemoteReply)(nil),      // 41: skiprange.overlay.RemoteReply
-	(*MigOrder)(nil),         // 42: skiprange.overlay.MigOrder
-	(*MigDone)(nil),          // 43: skiprange.overlay.MigDone
-	(*WaveDone)(nil),         // 44: skiprange.overlay.WaveDone
-	(*Probe)(nil),            // 45: skiprange.overlay.Probe
-	(*ProbeReply)(nil),       // 46: skiprange.overlay.ProbeReply
-	(*IBOffer)(nil),          // 47: skiprange.overlay.IBOffer
-	(*IBNix)(nil),            // 48: skiprange.overlay.IBNix
-	(*LevelLinks)(nil),       // 49: skiprange.overlay.LevelLinks
-	(*NodeSnapshot)(nil),     // 50: skiprange.overlay.NodeSnapshot
-	(*SettledHandoff)(nil),   // 51: skiprange.overlay.SettledHandoff
+	(*CopiesWhole)(nil),      // 26: skiprange.overlay.CopiesWhole
+	(*NeighborUpdate)(nil),   // 27: skiprange.overlay.NeighborUpdate
+	(*LevelScan)(nil),        // 28: skiprange.overlay.LevelScan
+	(*LevelFound)(nil),       // 29: skiprange.overlay.LevelFound
+	(*Ping)(nil),             // 30: skiprange.overlay.Ping
+	(*Pong)(nil),             // 31: skiprange.overlay.Pong
+	(*LinkTable)(nil),        // 32: skiprange.overlay.LinkTable
+	(*Envelope)(nil),         // 33: skiprange.overlay.Envelope
+	(*Balance)(nil),          // 34: skiprange.overlay.Balance
+	(*BalanceAck)(nil),       // 35: skiprange.overlay.BalanceAck
+	(*LockRequest)(nil),      // 36: skiprange.overlay.LockRequest
+	(*LockRefused)(nil),      // 37: skiprange.overlay.LockRefused
+	(*Release)(nil),          // 38: skiprange.overlay.Release
+	(*NixTurn)(nil),          // 39: skiprange.overlay.NixTurn
+	(*SplitPlan)(nil),        // 40: skiprange.overlay.SplitPlan
+	(*RemoteLock)(nil),       // 41: skiprange.overlay.RemoteLock
+	(*RemoteReply)(nil),      // 42: skiprange.overlay.RemoteReply
+	(*MigOrder)(nil),         // 43: skiprange.overlay.MigOrder
+	(*MigDone)(nil),          // 44: skiprange.overlay.MigDone
+	(*WaveDone)(nil),         // 45: skiprange.overlay.WaveDone
+	(*Probe)(nil),            // 46: skiprange.overlay.Probe
+	(*ProbeReply)(nil),       // 47: skiprange.overlay.ProbeReply
+	(*IBOffer)(nil),          // 48: skiprange.overlay.IBOffer
+	(*IBNix)(nil),            // 49: skiprange.overlay.IBNix
+	(*LevelLinks)(nil),       // 50: skiprange.overlay.LevelLinks
+	(*NodeSnapshot)(nil),     // 51: skiprange.overlay.NodeSnapshot
+	(*SettledHandoff)(nil),   // 52: skiprange.overlay.SettledHandoff
 }
 var file_overlay_pb_overlay_proto_depIdxs = []int32{
 	9,   // 0: skiprange.overlay.Route.hints:type_name -> skiprange.overlay.LoadHint
@@ -5037,91 +5124,94 @@ var file_overlay_pb_overlay_proto_depIdxs = []int32{
 	20,  // 24: skiprange.overlay.Handoff.tombstones:type_name -> skiprange.overlay.Tombstone
 	20,  // 25: skiprange.overlay.Handoff.recent_deletes:type_name -> skiprange.overlay.Tombstone
 	23,  // 26: skiprange.overlay.HandoffCommit.loads:type_name -> skiprange.overlay.KeyLoad
-	3,   // 27: skiprange.overlay.NeighborUpdate.side:type_name -> skiprange.overlay.Side
-	6,   // 28: skiprange.overlay.NeighborUpdate.node:type_name -> skiprange.overlay.NodeRef
-	6,   // 29: skiprange.overlay.LevelScan.origin:type_name -> skiprange.overlay.NodeRef
-	3,   // 30: skiprange.overlay.LevelScan.side:type_name -> skiprange.overlay.Side
-	3,   // 31: skiprange.overlay.LevelFound.side:type_name -> skiprange.overlay.Side
-	6,   // 32: skiprange.overlay.LevelFound.node:type_name -> skiprange.overlay.NodeRef
-	6,   // 33: skiprange.overlay.LevelFound.other:type_name -> skiprange.overlay.NodeRef
-	6,   // 34: skiprange.overlay.Pong.pred:type_name -> skiprange.overlay.NodeRef
-	6,   // 35: skiprange.overlay.Pong.succ:type_name -> skiprange.overlay.NodeRef
-	6,   // 36: skiprange.overlay.Pong.succ_list:type_name -> skiprange.overlay.NodeRef
-	6,   // 37: skiprange.overlay.Pong.preds:type_name -> skiprange.overlay.NodeRef
-	6,   // 38: skiprange.overlay.Pong.succs:type_name -> skiprange.overlay.NodeRef
-	31,  // 39: skiprange.overlay.Pong.beyond:type_name -> skiprange.overlay.LinkTable
-	6,   // 40: skiprange.overlay.LinkTable.node:type_name -> skiprange.overlay.NodeRef
-	6,   // 41: skiprange.overlay.LinkTable.preds:type_name -> skiprange.overlay.NodeRef
-	6,   // 42: skiprange.overlay.LinkTable.succs:type_name -> skiprange.overlay.NodeRef
-	6,   // 43: skiprange.overlay.Envelope.from:type_name -> skiprange.overlay.NodeRef
-	4,   // 44: skiprange.overlay.Envelope.cause:type_name -> skiprange.overlay.Cause
-	11,  // 45: skiprange.overlay.Envelope.lookup:type_name -> skiprange.overlay.Lookup
-	12,  // 46: skiprange.overlay.Envelope.lookup_reply:type_name -> skiprange.overlay.LookupReply
-	13,  // 47: skiprange.overlay.Envelope.range_query:type_name -> skiprange.overlay.RangeQuery
-	14,  // 48: skiprange.overlay.Envelope.range_reply:type_name -> skiprange.overlay.RangeReply
-	15,  // 49: skiprange.overlay.Envelope.batch_put:type_name -> skiprange.overlay.BatchPut
-	16,  // 50: skiprange.overlay.Envelope.batch_put_reply:type_name -> skiprange.overlay.BatchPutReply
-	17,  // 51: skiprange.overlay.Envelope.join_request:type_name -> skiprange.overlay.JoinRequest
-	18,  // 52: skiprange.overlay.Envelope.join_refused:type_name -> skiprange.overlay.JoinRefused
-	19,  // 53: skiprange.overlay.Envelope.handoff:type_name -> skiprange.overlay.Handoff
-	21,  // 54: skiprange.overlay.Envelope.handoff_ack:type_name -> skiprange.overlay.HandoffAck
-	22,  // 55: skiprange.overlay.Envelope.handoff_commit:type_name -> skiprange.overlay.HandoffCommit
-	25,  // 56: skiprange.overlay.Envelope.handoff_abort:type_name -> skiprange.overlay.HandoffAbort
-	24,  // 57: skiprange.overlay.Envelope.handoff_commit_ack:type_name -> skiprange.overlay.HandoffCommitAck
-	26,  // 58: skiprange.overlay.Envelope.neighbor_update:type_name -> skiprange.overlay.NeighborUpdate
-	27,  // 59: skiprange.overlay.Envelope.level_scan:type_name -> skiprange.overlay.LevelScan
-	28,  // 60: skiprange.overlay.Envelope.level_found:type_name -> skiprange.overlay.LevelFound
-	29,  // 61: skiprange.overlay.Envelope.ping:type_name -> skiprange.overlay.Ping
-	30,  // 62: skiprange.overlay.Envelope.pong:type_name -> skiprange.overlay.Pong
-	33,  // 63: skiprange.overlay.Envelope.balance:type_name -> skiprange.overlay.Balance
-	35,  // 64: skiprange.overlay.Balance.lock:type_name -> skiprange.overlay.LockRequest
-	36,  // 65: skiprange.overlay.Balance.lock_refused:type_name -> skiprange.overlay.LockRefused
-	37,  // 66: skiprange.overlay.Balance.release:type_name -> skiprange.overlay.Release
-	38,  // 67: skiprange.overlay.Balance.nix_turn:type_name -> skiprange.overlay.NixTurn
-	40,  // 68: skiprange.overlay.Balance.remote_lock:type_name -> skiprange.overlay.RemoteLock
-	41,  // 69: skiprange.overlay.Balance.remote_reply:type_name -> skiprange.overlay.RemoteReply
-	42,  // 70: skiprange.overlay.Balance.mig_order:type_name -> skiprange.overlay.MigOrder
-	43,  // 71: skiprange.overlay.Balance.mig_done:type_name -> skiprange.overlay.MigDone
-	44,  // 72: skiprange.overlay.Balance.wave_done:type_name -> skiprange.overlay.WaveDone
-	45,  // 73: skiprange.overlay.Balance.probe:type_name -> skiprange.overlay.Probe
-	46,  // 74: skiprange.overlay.Balance.probe_reply:type_name -> skiprange.overlay.ProbeReply
-	47,  // 75: skiprange.overlay.Balance.ib_offer:type_name -> skiprange.overlay.IBOffer
-	48,  // 76: skiprange.overlay.Balance.ib_nix:type_name -> skiprange.overlay.IBNix
-	34,  // 77: skiprange.overlay.Balance.ack:type_name -> skiprange.overlay.BalanceAck
-	3,   // 78: skiprange.overlay.LockRequest.dir:type_name -> skiprange.overlay.Side
-	6,   // 79: skiprange.overlay.LockRequest.chain:type_name -> skiprange.overlay.NodeRef
-	3,   // 80: skiprange.overlay.Release.dir:type_name -> skiprange.overlay.Side
-	3,   // 81: skiprange.overlay.NixTurn.dir:type_name -> skiprange.overlay.Side
-	6,   // 82: skiprange.overlay.NixTurn.chain:type_name -> skiprange.overlay.NodeRef
-	6,   // 83: skiprange.overlay.SplitPlan.absorber:type_name -> skiprange.overlay.NodeRef
-	6,   // 84: skiprange.overlay.RemoteLock.end:type_name -> skiprange.overlay.NodeRef
-	6,   // 85: skiprange.overlay.RemoteLock.migrants:type_name -> skiprange.overlay.NodeRef
-	6,   // 86: skiprange.overlay.RemoteLock.m:type_name -> skiprange.overlay.NodeRef
-	39,  // 87: skiprange.overlay.RemoteLock.splits:type_name -> skiprange.overlay.SplitPlan
-	6,   // 88: skiprange.overlay.RemoteReply.m:type_name -> skiprange.overlay.NodeRef
-	6,   // 89: skiprange.overlay.RemoteReply.migrants:type_name -> skiprange.overlay.NodeRef
-	39,  // 90: skiprange.overlay.RemoteReply.splits:type_name -> skiprange.overlay.SplitPlan
-	6,   // 91: skiprange.overlay.MigOrder.target:type_name -> skiprange.overlay.NodeRef
-	6,   // 92: skiprange.overlay.MigOrder.absorber:type_name -> skiprange.overlay.NodeRef
-	3,   // 93: skiprange.overlay.WaveDone.dir:type_name -> skiprange.overlay.Side
-	6,   // 94: skiprange.overlay.ProbeReply.next:type_name -> skiprange.overlay.NodeRef
-	6,   // 95: skiprange.overlay.IBOffer.heavy:type_name -> skiprange.overlay.NodeRef
-	5,   // 96: skiprange.overlay.IBOffer.step:type_name -> skiprange.overlay.IBStep
-	6,   // 97: skiprange.overlay.LevelLinks.pred:type_name -> skiprange.overlay.NodeRef
-	6,   // 98: skiprange.overlay.LevelLinks.succ:type_name -> skiprange.overlay.NodeRef
-	6,   // 99: skiprange.overlay.NodeSnapshot.self:type_name -> skiprange.overlay.NodeRef
-	49,  // 100: skiprange.overlay.NodeSnapshot.levels:type_name -> skiprange.overlay.LevelLinks
-	6,   // 101: skiprange.overlay.NodeSnapshot.successors:type_name -> skiprange.overlay.NodeRef
-	10,  // 102: skiprange.overlay.NodeSnapshot.lost:type_name -> skiprange.overlay.KeyRange
-	20,  // 103: skiprange.overlay.NodeSnapshot.tombstones:type_name -> skiprange.overlay.Tombstone
-	10,  // 104: skiprange.overlay.NodeSnapshot.copies_out:type_name -> skiprange.overlay.KeyRange
-	51,  // 105: skiprange.overlay.NodeSnapshot.settled:type_name -> skiprange.overlay.SettledHandoff
-	20,  // 106: skiprange.overlay.NodeSnapshot.recent_deletes:type_name -> skiprange.overlay.Tombstone
-	107, // [107:107] is the sub-list for method output_type
-	107, // [107:107] is the sub-list for method input_type
-	107, // [107:107] is the sub-list for extension type_name
-	107, // [107:107] is the sub-list for extension extendee
-	0,   // [0:107] is the sub-list for field type_name
+	10,  // 27: skiprange.overlay.CopiesWhole.range:type_name -> skiprange.overlay.KeyRange
+	10,  // 28: skiprange.overlay.CopiesWhole.holes:type_name -> skiprange.overlay.KeyRange
+	3,   // 29: skiprange.overlay.NeighborUpdate.side:type_name -> skiprange.overlay.Side
+	6,   // 30: skiprange.overlay.NeighborUpdate.node:type_name -> skiprange.overlay.NodeRef
+	6,   // 31: skiprange.overlay.LevelScan.origin:type_name -> skiprange.overlay.NodeRef
+	3,   // 32: skiprange.overlay.LevelScan.side:type_name -> skiprange.overlay.Side
+	3,   // 33: skiprange.overlay.LevelFound.side:type_name -> skiprange.overlay.Side
+	6,   // 34: skiprange.overlay.LevelFound.node:type_name -> skiprange.overlay.NodeRef
+	6,   // 35: skiprange.overlay.LevelFound.other:type_name -> skiprange.overlay.NodeRef
+	6,   // 36: skiprange.overlay.Pong.pred:type_name -> skiprange.overlay.NodeRef
+	6,   // 37: skiprange.overlay.Pong.succ:type_name -> skiprange.overlay.NodeRef
+	6,   // 38: skiprange.overlay.Pong.succ_list:type_name -> skiprange.overlay.NodeRef
+	6,   // 39: skiprange.overlay.Pong.preds:type_name -> skiprange.overlay.NodeRef
+	6,   // 40: skiprange.overlay.Pong.succs:type_name -> skiprange.overlay.NodeRef
+	32,  // 41: skiprange.overlay.Pong.beyond:type_name -> skiprange.overlay.LinkTable
+	6,   // 42: skiprange.overlay.LinkTable.node:type_name -> skiprange.overlay.NodeRef
+	6,   // 43: skiprange.overlay.LinkTable.preds:type_name -> skiprange.overlay.NodeRef
+	6,   // 44: skiprange.overlay.LinkTable.succs:type_name -> skiprange.overlay.NodeRef
+	6,   // 45: skiprange.overlay.Envelope.from:type_name -> skiprange.overlay.NodeRef
+	4,   // 46: skiprange.overlay.Envelope.cause:type_name -> skiprange.overlay.Cause
+	11,  // 47: skiprange.overlay.Envelope.lookup:type_name -> skiprange.overlay.Lookup
+	12,  // 48: skiprange.overlay.Envelope.lookup_reply:type_name -> skiprange.overlay.LookupReply
+	13,  // 49: skiprange.overlay.Envelope.range_query:type_name -> skiprange.overlay.RangeQuery
+	14,  // 50: skiprange.overlay.Envelope.range_reply:type_name -> skiprange.overlay.RangeReply
+	15,  // 51: skiprange.overlay.Envelope.batch_put:type_name -> skiprange.overlay.BatchPut
+	16,  // 52: skiprange.overlay.Envelope.batch_put_reply:type_name -> skiprange.overlay.BatchPutReply
+	17,  // 53: skiprange.overlay.Envelope.join_request:type_name -> skiprange.overlay.JoinRequest
+	18,  // 54: skiprange.overlay.Envelope.join_refused:type_name -> skiprange.overlay.JoinRefused
+	19,  // 55: skiprange.overlay.Envelope.handoff:type_name -> skiprange.overlay.Handoff
+	21,  // 56: skiprange.overlay.Envelope.handoff_ack:type_name -> skiprange.overlay.HandoffAck
+	22,  // 57: skiprange.overlay.Envelope.handoff_commit:type_name -> skiprange.overlay.HandoffCommit
+	25,  // 58: skiprange.overlay.Envelope.handoff_abort:type_name -> skiprange.overlay.HandoffAbort
+	24,  // 59: skiprange.overlay.Envelope.handoff_commit_ack:type_name -> skiprange.overlay.HandoffCommitAck
+	27,  // 60: skiprange.overlay.Envelope.neighbor_update:type_name -> skiprange.overlay.NeighborUpdate
+	28,  // 61: skiprange.overlay.Envelope.level_scan:type_name -> skiprange.overlay.LevelScan
+	29,  // 62: skiprange.overlay.Envelope.level_found:type_name -> skiprange.overlay.LevelFound
+	30,  // 63: skiprange.overlay.Envelope.ping:type_name -> skiprange.overlay.Ping
+	31,  // 64: skiprange.overlay.Envelope.pong:type_name -> skiprange.overlay.Pong
+	26,  // 65: skiprange.overlay.Envelope.copies_whole:type_name -> skiprange.overlay.CopiesWhole
+	34,  // 66: skiprange.overlay.Envelope.balance:type_name -> skiprange.overlay.Balance
+	36,  // 67: skiprange.overlay.Balance.lock:type_name -> skiprange.overlay.LockRequest
+	37,  // 68: skiprange.overlay.Balance.lock_refused:type_name -> skiprange.overlay.LockRefused
+	38,  // 69: skiprange.overlay.Balance.release:type_name -> skiprange.overlay.Release
+	39,  // 70: skiprange.overlay.Balance.nix_turn:type_name -> skiprange.overlay.NixTurn
+	41,  // 71: skiprange.overlay.Balance.remote_lock:type_name -> skiprange.overlay.RemoteLock
+	42,  // 72: skiprange.overlay.Balance.remote_reply:type_name -> skiprange.overlay.RemoteReply
+	43,  // 73: skiprange.overlay.Balance.mig_order:type_name -> skiprange.overlay.MigOrder
+	44,  // 74: skiprange.overlay.Balance.mig_done:type_name -> skiprange.overlay.MigDone
+	45,  // 75: skiprange.overlay.Balance.wave_done:type_name -> skiprange.overlay.WaveDone
+	46,  // 76: skiprange.overlay.Balance.probe:type_name -> skiprange.overlay.Probe
+	47,  // 77: skiprange.overlay.Balance.probe_reply:type_name -> skiprange.overlay.ProbeReply
+	48,  // 78: skiprange.overlay.Balance.ib_offer:type_name -> skiprange.overlay.IBOffer
+	49,  // 79: skiprange.overlay.Balance.ib_nix:type_name -> skiprange.overlay.IBNix
+	35,  // 80: skiprange.overlay.Balance.ack:type_name -> skiprange.overlay.BalanceAck
+	3,   // 81: skiprange.overlay.LockRequest.dir:type_name -> skiprange.overlay.Side
+	6,   // 82: skiprange.overlay.LockRequest.chain:type_name -> skiprange.overlay.NodeRef
+	3,   // 83: skiprange.overlay.Release.dir:type_name -> skiprange.overlay.Side
+	3,   // 84: skiprange.overlay.NixTurn.dir:type_name -> skiprange.overlay.Side
+	6,   // 85: skiprange.overlay.NixTurn.chain:type_name -> skiprange.overlay.NodeRef
+	6,   // 86: skiprange.overlay.SplitPlan.absorber:type_name -> skiprange.overlay.NodeRef
+	6,   // 87: skiprange.overlay.RemoteLock.end:type_name -> skiprange.overlay.NodeRef
+	6,   // 88: skiprange.overlay.RemoteLock.migrants:type_name -> skiprange.overlay.NodeRef
+	6,   // 89: skiprange.overlay.RemoteLock.m:type_name -> skiprange.overlay.NodeRef
+	40,  // 90: skiprange.overlay.RemoteLock.splits:type_name -> skiprange.overlay.SplitPlan
+	6,   // 91: skiprange.overlay.RemoteReply.m:type_name -> skiprange.overlay.NodeRef
+	6,   // 92: skiprange.overlay.RemoteReply.migrants:type_name -> skiprange.overlay.NodeRef
+	40,  // 93: skiprange.overlay.RemoteReply.splits:type_name -> skiprange.overlay.SplitPlan
+	6,   // 94: skiprange.overlay.MigOrder.target:type_name -> skiprange.overlay.NodeRef
+	6,   // 95: skiprange.overlay.MigOrder.absorber:type_name -> skiprange.overlay.NodeRef
+	3,   // 96: skiprange.overlay.WaveDone.dir:type_name -> skiprange.overlay.Side
+	6,   // 97: skiprange.overlay.ProbeReply.next:type_name -> skiprange.overlay.NodeRef
+	6,   // 98: skiprange.overlay.IBOffer.heavy:type_name -> skiprange.overlay.NodeRef
+	5,   // 99: skiprange.overlay.IBOffer.step:type_name -> skiprange.overlay.IBStep
+	6,   // 100: skiprange.overlay.LevelLinks.pred:type_name -> skiprange.overlay.NodeRef
+	6,   // 101: skiprange.overlay.LevelLinks.succ:type_name -> skiprange.overlay.NodeRef
+	6,   // 102: skiprange.overlay.NodeSnapshot.self:type_name -> skiprange.overlay.NodeRef
+	50,  // 103: skiprange.overlay.NodeSnapshot.levels:type_name -> skiprange.overlay.LevelLinks
+	6,   // 104: skiprange.overlay.NodeSnapshot.successors:type_name -> skiprange.overlay.NodeRef
+	10,  // 105: skiprange.overlay.NodeSnapshot.lost:type_name -> skiprange.overlay.KeyRange
+	20,  // 106: skiprange.overlay.NodeSnapshot.tombstones:type_name -> skiprange.overlay.Tombstone
+	10,  // 107: skiprange.overlay.NodeSnapshot.copies_out:type_name -> skiprange.overlay.KeyRange
+	52,  // 108: skiprange.overlay.NodeSnapshot.settled:type_name -> skiprange.overlay.SettledHandoff
+	20,  // 109: skiprange.overlay.NodeSnapshot.recent_deletes:type_name -> skiprange.overlay.Tombstone
+	110, // [110:110] is the sub-list for method output_type
+	110, // [110:110] is the sub-list for method input_type
+	110, // [110:110] is the sub-list for extension type_name
+	110, // [110:110] is the sub-list for extension extendee
+	0,   // [0:110] is the sub-list for field type_name
 }
 
 func init() { file_overlay_pb_overlay_proto_init() }
@@ -5130,7 +5220,7 @@ func file_overlay_pb_overlay_proto_init() {
 		return
 	}
 	file_overlay_pb_overlay_proto_msgTypes[3].OneofWrappers = []any{}
-	file_overlay_pb_overlay_proto_msgTypes[26].OneofWrappers = []any{
+	file_overlay_pb_overlay_proto_msgTypes[27].OneofWrappers = []any{
 		(*Envelope_Lookup)(nil),
 		(*Envelope_LookupReply)(nil),
 		(*Envelope_RangeQuery)(nil),
@@ -5149,9 +5239,10 @@ func file_overlay_pb_overlay_proto_init() {
 		(*Envelope_LevelFound)(nil),
 		(*Envelope_Ping)(nil),
 		(*Envelope_Pong)(nil),
+		(*Envelope_CopiesWhole)(nil),
 		(*Envelope_Balance)(nil),
 	}
-	file_overlay_pb_overlay_proto_msgTypes[27].OneofWrappers = []any{
+	file_overlay_pb_overlay_proto_msgTypes[28].OneofWrappers = []any{
 		(*Balance_Lock)(nil),
 		(*Balance_LockRefused)(nil),
 		(*Balance_Release)(nil),
@@ -5173,7 +5264,7 @@ func file_overlay_pb_overlay_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_overlay_pb_overlay_proto_rawDesc), len(file_overlay_pb_overlay_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   46,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -22,6 +22,7 @@ const (
 	KindLevelFound
 	KindPing
 	KindPong
+	KindCopiesWhole
 	KindBalance
 	numKinds
 )
@@ -30,7 +31,7 @@ const (
 var KindNames = [numKinds]string{
 	"lookup", "lookup_reply", "range_query", "range_reply", "batch_put", "batch_put_reply",
 	"join_request", "join_refused", "handoff", "handoff_ack", "handoff_commit", "handoff_commit_ack",
-	"handoff_abort", "neighbor_update", "level_scan", "level_found", "ping", "pong", "balance",
+	"handoff_abort", "neighbor_update", "level_scan", "level_found", "ping", "pong", "copies_whole", "balance",
 }
 
 func kindOf(m *pb.Envelope) int {
@@ -71,6 +72,8 @@ func kindOf(m *pb.Envelope) int {
 		return KindPing
 	case *pb.Envelope_Pong:
 		return KindPong
+	case *pb.Envelope_CopiesWhole:
+		return KindCopiesWhole
 	default: // *pb.Envelope_Balance, the balancer's messages (TestKindOfEveryBody keeps this true)
 		return KindBalance
 	}
