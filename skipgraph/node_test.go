@@ -650,6 +650,8 @@ func invalidCases(n *Node, from *pb.NodeRef) []invalidCase {
 			m.Body = &pb.Envelope_Ping{Ping: b}
 		case *pb.Pong:
 			m.Body = &pb.Envelope_Pong{Pong: b}
+		case *pb.CopiesWhole:
+			m.Body = &pb.Envelope_CopiesWhole{CopiesWhole: b}
 		default:
 			panic(fmt.Sprintf("no envelope for %T", body))
 		}
@@ -695,6 +697,11 @@ func invalidCases(n *Node, from *pb.NodeRef) []invalidCase {
 		{"neighbor update level 1000", env(&pb.NeighborUpdate{Level: 1000, Side: pb.Side_SIDE_SUCC, Node: from})},
 		{"neighbor update without side", env(&pb.NeighborUpdate{Level: 0, Node: self})},
 		{"neighbor update without node", env(&pb.NeighborUpdate{Level: 0, Side: pb.Side_SIDE_SUCC})},
+		{"copies whole without range", env(&pb.CopiesWhole{})},
+		{"copies whole hole over the key limit", env(&pb.CopiesWhole{Range: &pb.KeyRange{}, Holes: []*pb.KeyRange{{Start: longKey}}})},
+		{"copies whole hole missing", env(&pb.CopiesWhole{Range: &pb.KeyRange{}, Holes: []*pb.KeyRange{nil}})},
+		{"copies whole passed on too often", env(&pb.CopiesWhole{Range: &pb.KeyRange{}, Hops: maxCopiesWholeHops + 1})},
+		{"copies whole with too many holes", env(&pb.CopiesWhole{Range: &pb.KeyRange{}, Holes: make([]*pb.KeyRange, cfg.MaxItemsPerMessage+1)})},
 		{"level scan at level 0", env(&pb.LevelScan{Origin: from, Level: 0, Side: pb.Side_SIDE_SUCC})},
 		{"level scan at level 64", env(&pb.LevelScan{Origin: from, Level: 64, Side: pb.Side_SIDE_SUCC})},
 		{"level scan without side", env(&pb.LevelScan{Origin: from, Level: 1})},
@@ -876,6 +883,8 @@ func FuzzHandle(f *testing.F) {
 		{Body: &pb.Envelope_LevelFound{LevelFound: &pb.LevelFound{Level: 1, Side: pb.Side_SIDE_SUCC, Node: c, Other: a}}},
 		{Body: &pb.Envelope_LevelFound{LevelFound: &pb.LevelFound{Level: 1, Side: pb.Side_SIDE_SUCC, Alone: true}}},
 		{Body: &pb.Envelope_Ping{Ping: &pb.Ping{Seq: 1, Table: true}}},
+		{Body: &pb.Envelope_CopiesWhole{CopiesWhole: &pb.CopiesWhole{Range: &pb.KeyRange{Start: []byte(k(500)), End: []byte(k(2500))},
+			Holes: []*pb.KeyRange{{Start: []byte(k(900)), End: []byte(k(1000))}}}}},
 		{Body: &pb.Envelope_Pong{Pong: &pb.Pong{Seq: 1, Pred: a, Succ: c, SuccList: []*pb.NodeRef{c, a}, Preds: []*pb.NodeRef{a}, Succs: []*pb.NodeRef{c}}}},
 	}
 	for i, m := range seeds {

@@ -1,6 +1,7 @@
 package skipgraph
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -707,5 +708,37 @@ func TestRecentDeletesKeepOlderCopiesOut(t *testing.T) {
 				t.Fatalf("1500 after the delete was forgotten: %q, want the older copy back", got)
 			}
 		})
+	}
+}
+
+// TestCopiesWholeDropsLostMarksButInItsHoles: a CopiesWhole over [1500, 2500) with a hole at
+// [2200, 2300) reaches b, which owns [1000, 2000): b drops its marks in [1500, 2000) and passes
+// [2000, 2500) on to c, which drops its marks there but in the hole. Marks outside the range, and
+// in the hole, stay; tombstones stay with them all.
+func TestCopiesWholeDropsLostMarksButInItsHoles(t *testing.T) {
+	nw := fourNodes(t)
+	b, c := nw.nodes["b"], nw.nodes["c"]
+	b.lost.add(overlay.Range{Start: k(1000), End: k(2000)}, time.Time{})
+	c.lost.add(overlay.Range{Start: k(2000), End: k(3000)}, time.Time{})
+	c.tombs.set(k(2100), tombstone{at: c.env.Now()})
+	b.Handle("d", &pb.Envelope{From: nw.nodes["d"].selfRef, Body: &pb.Envelope_CopiesWhole{CopiesWhole: &pb.CopiesWhole{
+		Range: overlay.Range{Start: k(1500), End: k(2500)}.ToPB(),
+		Holes: []*pb.KeyRange{overlay.Range{Start: k(2200), End: k(2300)}.ToPB()}}}})
+	nw.run()
+	for _, want := range []struct {
+		n    *Node
+		lost []overlay.Range
+	}{
+		{b, []overlay.Range{{Start: k(1000), End: k(1500)}}},
+		{c, []overlay.Range{{Start: k(2200), End: k(2300)}, {Start: k(2500), End: k(3000)}}},
+	} {
+		got := want.n.LostRanges()
+		slices.SortFunc(got, func(x, y overlay.Range) int { return cmp.Compare(x.Start, y.Start) })
+		if !slices.Equal(got, want.lost) {
+			t.Errorf("%s marks %v lost, want %v", want.n.ID(), got, want.lost)
+		}
+	}
+	if c.Tombstones() != 1 {
+		t.Errorf("c holds %d tombstones, want its one", c.Tombstones())
 	}
 }
