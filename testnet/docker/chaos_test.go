@@ -307,13 +307,17 @@ func (c *chaos) finish(res *scenarioResult, mark Mark, faultAt, recoveredAt time
 	r1, _ := tn.Ring(ctx, c.members[0])
 	v := wl.Verify(ctx, recoveredAt, r1, mon.Last())
 	res.lostKeys = max(res.lostKeys, len(v.LostKeys))
-	res.verify = fmt.Sprintf("%d keys: %d readable (%d inside lost ranges), %d lost, %d violations", v.Keys, v.OK, v.InLostOK, len(v.LostKeys), len(v.Violations))
+	res.verify = fmt.Sprintf("%d keys: %d readable (%d inside lost ranges), %d lost, %d absent answered LOST, %d violations",
+		v.Keys, v.OK, v.InLostOK, len(v.LostKeys), v.LostAbsent, len(v.Violations))
 	c.tl.Event("verify", "%s: %s; lost ranges %d, nodes' lost_items counters sum to %d (cumulative)", res.name, res.verify, len(v.LostRanges), v.ReportedLost)
 	for _, msg := range first(v.Violations, 20) {
 		c.tl.Event("VIOLATION", "%s verify: %s", res.name, msg)
 	}
 	if len(v.Violations) > 0 {
 		c.fail(res, "%d answers broke the model in the verification pass, e.g. %s", len(v.Violations), strings.Join(first(v.Violations, 3), "; "))
+	}
+	for _, i := range v.LostKeys[:min(len(v.LostKeys), 20)] {
+		c.tl.Event("lost", "%s: key %d at %x answered LOST; %s", res.name, i, c.model.KS.Key(i), wl.history(i))
 	}
 	c.rewrite(res, append(v.LostKeys, v.BadKeys...))
 	rep := wl.Since(mark)
@@ -422,8 +426,8 @@ func (c *chaos) killInWave() *Node {
 	if victimRange != nil {
 		inVictim = len(model.KS.Within(victimRange))
 	}
-	note := fmt.Sprintf("right after repair: %d keys answered LOST, %d readable inside lost ranges; lost ranges reported: %s; lost_items counters sum to %d; the victim held [%s] (%d keys) at the last ring walk before the kill",
-		len(v.LostKeys), v.InLostOK, strings.Join(lostRanges, ", "), v.ReportedLost, RangeString(victimRange), inVictim)
+	note := fmt.Sprintf("right after repair: %d keys answered LOST (and %d absent ones), %d readable inside lost ranges; lost ranges reported: %s; lost_items counters sum to %d; the victim held [%s] (%d keys) at the last ring walk before the kill",
+		len(v.LostKeys), v.LostAbsent, v.InLostOK, strings.Join(lostRanges, ", "), v.ReportedLost, RangeString(victimRange), inVictim)
 	c.tl.Event("verify", "%s: %s", res.name, note)
 	res.notes = append(res.notes, note)
 	if len(v.LostRanges) == 0 {
@@ -513,6 +517,9 @@ func (c *chaos) outage(name, back string, hold time.Duration, stop, resume func(
 	tn.SetLive(c.members)
 	startPulse(tn, c.wl, c.model, target) // a fresh pulse: balancing must resume
 	c.finish(res, mark, faultAt, time.Now())
+	if res.lostKeys > 0 {
+		c.fail(res, "%d acknowledged values answered LOST: no node died, nothing may be lost", res.lostKeys)
+	}
 }
 
 // rollingRestart: every node in turn, waiting for the ring between them; every node but node0
