@@ -207,11 +207,12 @@ func (n *Node) readmit(x overlay.Peer, ours bool, xWrittenBefore time.Time, why 
 		Detail: fmt.Sprintf("overlapping claims: %s; re-admitted, %d items and deletes held here sent overwriting, %d keeping what it holds",
 			why, len(overwrite), len(keep))})
 	// Once both writes are stored, the piece's items are all at x but in the parts lost here:
-	// x's own lost marks elsewhere in the piece (from take-overs while it was cut off) go.
+	// x's own lost marks elsewhere in the piece (from take-overs while it was cut off) go, and
+	// so do this node's, should the piece be back here by then (x left at once).
 	written := 0
 	whole := func() {
 		if written++; written == 2 {
-			n.sendCopiesWhole(x.ID, piece, holes)
+			n.sendCopiesWhole(piece, holes)
 		}
 	}
 	n.pushCopies(overwrite, false, 0, "", "re-admission", whole)

@@ -96,28 +96,29 @@ func (l *lostSet) remove(r overlay.Range) {
 // pieces one outage leaves a node's former range in.
 const maxCopiesWholeHops = 16
 
-// sendCopiesWhole tells to, the owner of r's start, and the owners after it, that every item this
+// sendCopiesWhole tells the owners of r, routed to the owner of its start, that every item this
 // node held in r is written to them and stored, and that it held them all but in holes
 // (pb.CopiesWhole). Too many holes to send, and the owners keep their marks.
-func (n *Node) sendCopiesWhole(to overlay.NodeID, r overlay.Range, holes []overlay.Range) {
-	if len(holes) > n.cfg.MaxItemsPerMessage || to == n.self.ID {
+func (n *Node) sendCopiesWhole(r overlay.Range, holes []overlay.Range) {
+	if len(holes) > n.cfg.MaxItemsPerMessage {
 		return
 	}
-	c := &pb.CopiesWhole{Range: r.ToPB()}
+	c := &pb.CopiesWhole{Range: r.ToPB(), Route: &pb.Route{Key: []byte(r.Start)}}
 	for _, h := range holes {
 		c.Holes = append(c.Holes, h.ToPB())
 	}
-	n.send(to, &pb.Envelope{Body: &pb.Envelope_CopiesWhole{CopiesWhole: c}}, pb.Cause_CAUSE_REPAIR)
+	n.handling = pb.Cause_CAUSE_REPAIR
+	n.onCopiesWhole(c)
 }
 
-// onCopiesWhole drops the lost marks in the part of c's range this node owns, but in c's holes:
-// the items there were all held either here or by the sender, which has written its own here. A
-// mark kept where nothing is missing only makes a read of an absent key answer "may have
-// existed"; one dropped where something is missing answers "not found" for a lost key, so only
-// the sender's word drops one. The rest of the range, past this node's end, goes on to its
-// successor.
+// onCopiesWhole routes c on towards the owner of its range's start; there, it drops the lost
+// marks in the part of the range this node owns, but in c's holes: the items there were all held
+// either here or by the sender, which has written its own here. A mark kept where nothing is
+// missing only makes a read of an absent key answer "may have existed"; one dropped where
+// something is missing answers "not found" for a lost key, so only the sender's word drops one.
+// The rest of the range, past this node's end, goes on to its successor.
 func (n *Node) onCopiesWhole(c *pb.CopiesWhole) {
-	if !n.Owns() {
+	if !n.route(&pb.Envelope{Body: &pb.Envelope_CopiesWhole{CopiesWhole: c}}, c.Route, func(pb.Status) {}) {
 		return
 	}
 	r, mine := overlay.RangeFromPB(c.Range), n.Range()
@@ -142,5 +143,6 @@ func (n *Node) onCopiesWhole(c *pb.CopiesWhole) {
 		return
 	}
 	n.send(succ.ID, &pb.Envelope{Body: &pb.Envelope_CopiesWhole{CopiesWhole: &pb.CopiesWhole{
-		Range: overlay.Range{Start: end, End: r.End}.ToPB(), Holes: c.Holes, Hops: c.Hops + 1}}}, pb.Cause_CAUSE_REPAIR)
+		Range: overlay.Range{Start: end, End: r.End}.ToPB(), Holes: c.Holes, Hops: c.Hops + 1,
+		Route: &pb.Route{Key: []byte(end)}}}}, pb.Cause_CAUSE_REPAIR)
 }

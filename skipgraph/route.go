@@ -285,5 +285,7 @@ func (n *Node) dispatchRouted(m *pb.Envelope) {
 		n.onBatchPut(b.BatchPut)
 	case *pb.Envelope_JoinRequest:
 		n.onJoinRequest(b.JoinRequest)
+	case *pb.Envelope_CopiesWhole:
+		n.onCopiesWhole(b.CopiesWhole)
 	}
 }

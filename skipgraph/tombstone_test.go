@@ -712,8 +712,8 @@ func TestRecentDeletesKeepOlderCopiesOut(t *testing.T) {
 }
 
 // TestCopiesWholeDropsLostMarksButInItsHoles: a CopiesWhole over [1500, 2500) with a hole at
-// [2200, 2300) reaches b, which owns [1000, 2000): b drops its marks in [1500, 2000) and passes
-// [2000, 2500) on to c, which drops its marks there but in the hole. Marks outside the range, and
+// [2200, 2300), arriving at d, is routed to b, which owns [1000, 2000): b drops its marks in
+// [1500, 2000) and passes [2000, 2500) on to c, which drops its marks there but in the hole. Marks outside the range, and
 // in the hole, stay; tombstones stay with them all.
 func TestCopiesWholeDropsLostMarksButInItsHoles(t *testing.T) {
 	nw := fourNodes(t)
@@ -721,8 +721,8 @@ func TestCopiesWholeDropsLostMarksButInItsHoles(t *testing.T) {
 	b.lost.add(overlay.Range{Start: k(1000), End: k(2000)}, time.Time{})
 	c.lost.add(overlay.Range{Start: k(2000), End: k(3000)}, time.Time{})
 	c.tombs.set(k(2100), tombstone{at: c.env.Now()})
-	b.Handle("d", &pb.Envelope{From: nw.nodes["d"].selfRef, Body: &pb.Envelope_CopiesWhole{CopiesWhole: &pb.CopiesWhole{
-		Range: overlay.Range{Start: k(1500), End: k(2500)}.ToPB(),
+	nw.nodes["d"].Handle("a", &pb.Envelope{From: nw.nodes["a"].selfRef, Body: &pb.Envelope_CopiesWhole{CopiesWhole: &pb.CopiesWhole{
+		Route: &pb.Route{Key: []byte(k(1500))}, Range: overlay.Range{Start: k(1500), End: k(2500)}.ToPB(),
 		Holes: []*pb.KeyRange{overlay.Range{Start: k(2200), End: k(2300)}.ToPB()}}}})
 	nw.run()
 	for _, want := range []struct {

@@ -141,6 +141,9 @@ func (n *Node) validate(m *pb.Envelope) error {
 		}
 	case *pb.Envelope_CopiesWhole:
 		c := b.CopiesWhole
+		if err := n.checkRoute(c.Route); err != nil {
+			return err
+		}
 		if len(c.Holes) > n.cfg.MaxItemsPerMessage {
 			return errors.New("too many holes")
 		}

@@ -1999,13 +1999,15 @@ func (x *HandoffAbort) GetReason() string {
 // owners, all of them acknowledged, and that it held every item there but in holes (parts it had
 // taken over without their items): together with what the owners held, the items there are all
 // present, so an owner drops its lost marks in range outside holes (skipgraph/lost.go). A node
-// gone back to the ring after a partition sends it once its copies are written; a node whose
-// range ends inside range passes the rest on to its level-0 successor, at most hops times more.
+// that re-admitted another sends it once its copies of the piece are written, routed to the
+// owner of the range's start (route); a node whose range ends inside range passes the rest on to
+// its level-0 successor, at most hops times more.
 type CopiesWhole struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Range         *KeyRange              `protobuf:"bytes,1,opt,name=range,proto3" json:"range,omitempty"`
 	Holes         []*KeyRange            `protobuf:"bytes,2,rep,name=holes,proto3" json:"holes,omitempty"`
 	Hops          uint32                 `protobuf:"varint,3,opt,name=hops,proto3" json:"hops,omitempty"`
+	Route         *Route                 `protobuf:"bytes,4,opt,name=route,proto3" json:"route,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2059,6 +2061,13 @@ func (x *CopiesWhole) GetHops() uint32 {
 		return x.Hops
 	}
 	return 0
+}
+
+func (x *CopiesWhole) GetRoute() *Route {
+	if x != nil {
+		return x.Route
+	}
+	return nil
 }
 
 // NeighborUpdate asks the receiver to set its neighbour on side at level to node. It applies when
@@ -4770,11 +4779,12 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\axfer_id\x18\x01 \x01(\x04R\x06xferId\"?\n" +
 	"\fHandoffAbort\x12\x17\n" +
 	"\axfer_id\x18\x01 \x01(\x04R\x06xferId\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x87\x01\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xb7\x01\n" +
 	"\vCopiesWhole\x121\n" +
 	"\x05range\x18\x01 \x01(\v2\x1b.skiprange.overlay.KeyRangeR\x05range\x121\n" +
 	"\x05holes\x18\x02 \x03(\v2\x1b.skiprange.overlay.KeyRangeR\x05holes\x12\x12\n" +
-	"\x04hops\x18\x03 \x01(\rR\x04hops\"\xc0\x01\n" +
+	"\x04hops\x18\x03 \x01(\rR\x04hops\x12.\n" +
+	"\x05route\x18\x04 \x01(\v2\x18.skiprange.overlay.RouteR\x05route\"\xc0\x01\n" +
 	"\x0eNeighborUpdate\x12\x14\n" +
 	"\x05level\x18\x01 \x01(\rR\x05level\x12+\n" +
 	"\x04side\x18\x02 \x01(\x0e2\x17.skiprange.overlay.SideR\x04side\x12.\n" +
@@ -5126,92 +5136,93 @@ var file_overlay_pb_overlay_proto_depIdxs = []int32{
 	23,  // 26: skiprange.overlay.HandoffCommit.loads:type_name -> skiprange.overlay.KeyLoad
 	10,  // 27: skiprange.overlay.CopiesWhole.range:type_name -> skiprange.overlay.KeyRange
 	10,  // 28: skiprange.overlay.CopiesWhole.holes:type_name -> skiprange.overlay.KeyRange
-	3,   // 29: skiprange.overlay.NeighborUpdate.side:type_name -> skiprange.overlay.Side
-	6,   // 30: skiprange.overlay.NeighborUpdate.node:type_name -> skiprange.overlay.NodeRef
-	6,   // 31: skiprange.overlay.LevelScan.origin:type_name -> skiprange.overlay.NodeRef
-	3,   // 32: skiprange.overlay.LevelScan.side:type_name -> skiprange.overlay.Side
-	3,   // 33: skiprange.overlay.LevelFound.side:type_name -> skiprange.overlay.Side
-	6,   // 34: skiprange.overlay.LevelFound.node:type_name -> skiprange.overlay.NodeRef
-	6,   // 35: skiprange.overlay.LevelFound.other:type_name -> skiprange.overlay.NodeRef
-	6,   // 36: skiprange.overlay.Pong.pred:type_name -> skiprange.overlay.NodeRef
-	6,   // 37: skiprange.overlay.Pong.succ:type_name -> skiprange.overlay.NodeRef
-	6,   // 38: skiprange.overlay.Pong.succ_list:type_name -> skiprange.overlay.NodeRef
-	6,   // 39: skiprange.overlay.Pong.preds:type_name -> skiprange.overlay.NodeRef
-	6,   // 40: skiprange.overlay.Pong.succs:type_name -> skiprange.overlay.NodeRef
-	32,  // 41: skiprange.overlay.Pong.beyond:type_name -> skiprange.overlay.LinkTable
-	6,   // 42: skiprange.overlay.LinkTable.node:type_name -> skiprange.overlay.NodeRef
-	6,   // 43: skiprange.overlay.LinkTable.preds:type_name -> skiprange.overlay.NodeRef
-	6,   // 44: skiprange.overlay.LinkTable.succs:type_name -> skiprange.overlay.NodeRef
-	6,   // 45: skiprange.overlay.Envelope.from:type_name -> skiprange.overlay.NodeRef
-	4,   // 46: skiprange.overlay.Envelope.cause:type_name -> skiprange.overlay.Cause
-	11,  // 47: skiprange.overlay.Envelope.lookup:type_name -> skiprange.overlay.Lookup
-	12,  // 48: skiprange.overlay.Envelope.lookup_reply:type_name -> skiprange.overlay.LookupReply
-	13,  // 49: skiprange.overlay.Envelope.range_query:type_name -> skiprange.overlay.RangeQuery
-	14,  // 50: skiprange.overlay.Envelope.range_reply:type_name -> skiprange.overlay.RangeReply
-	15,  // 51: skiprange.overlay.Envelope.batch_put:type_name -> skiprange.overlay.BatchPut
-	16,  // 52: skiprange.overlay.Envelope.batch_put_reply:type_name -> skiprange.overlay.BatchPutReply
-	17,  // 53: skiprange.overlay.Envelope.join_request:type_name -> skiprange.overlay.JoinRequest
-	18,  // 54: skiprange.overlay.Envelope.join_refused:type_name -> skiprange.overlay.JoinRefused
-	19,  // 55: skiprange.overlay.Envelope.handoff:type_name -> skiprange.overlay.Handoff
-	21,  // 56: skiprange.overlay.Envelope.handoff_ack:type_name -> skiprange.overlay.HandoffAck
-	22,  // 57: skiprange.overlay.Envelope.handoff_commit:type_name -> skiprange.overlay.HandoffCommit
-	25,  // 58: skiprange.overlay.Envelope.handoff_abort:type_name -> skiprange.overlay.HandoffAbort
-	24,  // 59: skiprange.overlay.Envelope.handoff_commit_ack:type_name -> skiprange.overlay.HandoffCommitAck
-	27,  // 60: skiprange.overlay.Envelope.neighbor_update:type_name -> skiprange.overlay.NeighborUpdate
-	28,  // 61: skiprange.overlay.Envelope.level_scan:type_name -> skiprange.overlay.LevelScan
-	29,  // 62: skiprange.overlay.Envelope.level_found:type_name -> skiprange.overlay.LevelFound
-	30,  // 63: skiprange.overlay.Envelope.ping:type_name -> skiprange.overlay.Ping
-	31,  // 64: skiprange.overlay.Envelope.pong:type_name -> skiprange.overlay.Pong
-	26,  // 65: skiprange.overlay.Envelope.copies_whole:type_name -> skiprange.overlay.CopiesWhole
-	34,  // 66: skiprange.overlay.Envelope.balance:type_name -> skiprange.overlay.Balance
-	36,  // 67: skiprange.overlay.Balance.lock:type_name -> skiprange.overlay.LockRequest
-	37,  // 68: skiprange.overlay.Balance.lock_refused:type_name -> skiprange.overlay.LockRefused
-	38,  // 69: skiprange.overlay.Balance.release:type_name -> skiprange.overlay.Release
-	39,  // 70: skiprange.overlay.Balance.nix_turn:type_name -> skiprange.overlay.NixTurn
-	41,  // 71: skiprange.overlay.Balance.remote_lock:type_name -> skiprange.overlay.RemoteLock
-	42,  // 72: skiprange.overlay.Balance.remote_reply:type_name -> skiprange.overlay.RemoteReply
-	43,  // 73: skiprange.overlay.Balance.mig_order:type_name -> skiprange.overlay.MigOrder
-	44,  // 74: skiprange.overlay.Balance.mig_done:type_name -> skiprange.overlay.MigDone
-	45,  // 75: skiprange.overlay.Balance.wave_done:type_name -> skiprange.overlay.WaveDone
-	46,  // 76: skiprange.overlay.Balance.probe:type_name -> skiprange.overlay.Probe
-	47,  // 77: skiprange.overlay.Balance.probe_reply:type_name -> skiprange.overlay.ProbeReply
-	48,  // 78: skiprange.overlay.Balance.ib_offer:type_name -> skiprange.overlay.IBOffer
-	49,  // 79: skiprange.overlay.Balance.ib_nix:type_name -> skiprange.overlay.IBNix
-	35,  // 80: skiprange.overlay.Balance.ack:type_name -> skiprange.overlay.BalanceAck
-	3,   // 81: skiprange.overlay.LockRequest.dir:type_name -> skiprange.overlay.Side
-	6,   // 82: skiprange.overlay.LockRequest.chain:type_name -> skiprange.overlay.NodeRef
-	3,   // 83: skiprange.overlay.Release.dir:type_name -> skiprange.overlay.Side
-	3,   // 84: skiprange.overlay.NixTurn.dir:type_name -> skiprange.overlay.Side
-	6,   // 85: skiprange.overlay.NixTurn.chain:type_name -> skiprange.overlay.NodeRef
-	6,   // 86: skiprange.overlay.SplitPlan.absorber:type_name -> skiprange.overlay.NodeRef
-	6,   // 87: skiprange.overlay.RemoteLock.end:type_name -> skiprange.overlay.NodeRef
-	6,   // 88: skiprange.overlay.RemoteLock.migrants:type_name -> skiprange.overlay.NodeRef
-	6,   // 89: skiprange.overlay.RemoteLock.m:type_name -> skiprange.overlay.NodeRef
-	40,  // 90: skiprange.overlay.RemoteLock.splits:type_name -> skiprange.overlay.SplitPlan
-	6,   // 91: skiprange.overlay.RemoteReply.m:type_name -> skiprange.overlay.NodeRef
-	6,   // 92: skiprange.overlay.RemoteReply.migrants:type_name -> skiprange.overlay.NodeRef
-	40,  // 93: skiprange.overlay.RemoteReply.splits:type_name -> skiprange.overlay.SplitPlan
-	6,   // 94: skiprange.overlay.MigOrder.target:type_name -> skiprange.overlay.NodeRef
-	6,   // 95: skiprange.overlay.MigOrder.absorber:type_name -> skiprange.overlay.NodeRef
-	3,   // 96: skiprange.overlay.WaveDone.dir:type_name -> skiprange.overlay.Side
-	6,   // 97: skiprange.overlay.ProbeReply.next:type_name -> skiprange.overlay.NodeRef
-	6,   // 98: skiprange.overlay.IBOffer.heavy:type_name -> skiprange.overlay.NodeRef
-	5,   // 99: skiprange.overlay.IBOffer.step:type_name -> skiprange.overlay.IBStep
-	6,   // 100: skiprange.overlay.LevelLinks.pred:type_name -> skiprange.overlay.NodeRef
-	6,   // 101: skiprange.overlay.LevelLinks.succ:type_name -> skiprange.overlay.NodeRef
-	6,   // 102: skiprange.overlay.NodeSnapshot.self:type_name -> skiprange.overlay.NodeRef
-	50,  // 103: skiprange.overlay.NodeSnapshot.levels:type_name -> skiprange.overlay.LevelLinks
-	6,   // 104: skiprange.overlay.NodeSnapshot.successors:type_name -> skiprange.overlay.NodeRef
-	10,  // 105: skiprange.overlay.NodeSnapshot.lost:type_name -> skiprange.overlay.KeyRange
-	20,  // 106: skiprange.overlay.NodeSnapshot.tombstones:type_name -> skiprange.overlay.Tombstone
-	10,  // 107: skiprange.overlay.NodeSnapshot.copies_out:type_name -> skiprange.overlay.KeyRange
-	52,  // 108: skiprange.overlay.NodeSnapshot.settled:type_name -> skiprange.overlay.SettledHandoff
-	20,  // 109: skiprange.overlay.NodeSnapshot.recent_deletes:type_name -> skiprange.overlay.Tombstone
-	110, // [110:110] is the sub-list for method output_type
-	110, // [110:110] is the sub-list for method input_type
-	110, // [110:110] is the sub-list for extension type_name
-	110, // [110:110] is the sub-list for extension extendee
-	0,   // [0:110] is the sub-list for field type_name
+	8,   // 29: skiprange.overlay.CopiesWhole.route:type_name -> skiprange.overlay.Route
+	3,   // 30: skiprange.overlay.NeighborUpdate.side:type_name -> skiprange.overlay.Side
+	6,   // 31: skiprange.overlay.NeighborUpdate.node:type_name -> skiprange.overlay.NodeRef
+	6,   // 32: skiprange.overlay.LevelScan.origin:type_name -> skiprange.overlay.NodeRef
+	3,   // 33: skiprange.overlay.LevelScan.side:type_name -> skiprange.overlay.Side
+	3,   // 34: skiprange.overlay.LevelFound.side:type_name -> skiprange.overlay.Side
+	6,   // 35: skiprange.overlay.LevelFound.node:type_name -> skiprange.overlay.NodeRef
+	6,   // 36: skiprange.overlay.LevelFound.other:type_name -> skiprange.overlay.NodeRef
+	6,   // 37: skiprange.overlay.Pong.pred:type_name -> skiprange.overlay.NodeRef
+	6,   // 38: skiprange.overlay.Pong.succ:type_name -> skiprange.overlay.NodeRef
+	6,   // 39: skiprange.overlay.Pong.succ_list:type_name -> skiprange.overlay.NodeRef
+	6,   // 40: skiprange.overlay.Pong.preds:type_name -> skiprange.overlay.NodeRef
+	6,   // 41: skiprange.overlay.Pong.succs:type_name -> skiprange.overlay.NodeRef
+	32,  // 42: skiprange.overlay.Pong.beyond:type_name -> skiprange.overlay.LinkTable
+	6,   // 43: skiprange.overlay.LinkTable.node:type_name -> skiprange.overlay.NodeRef
+	6,   // 44: skiprange.overlay.LinkTable.preds:type_name -> skiprange.overlay.NodeRef
+	6,   // 45: skiprange.overlay.LinkTable.succs:type_name -> skiprange.overlay.NodeRef
+	6,   // 46: skiprange.overlay.Envelope.from:type_name -> skiprange.overlay.NodeRef
+	4,   // 47: skiprange.overlay.Envelope.cause:type_name -> skiprange.overlay.Cause
+	11,  // 48: skiprange.overlay.Envelope.lookup:type_name -> skiprange.overlay.Lookup
+	12,  // 49: skiprange.overlay.Envelope.lookup_reply:type_name -> skiprange.overlay.LookupReply
+	13,  // 50: skiprange.overlay.Envelope.range_query:type_name -> skiprange.overlay.RangeQuery
+	14,  // 51: skiprange.overlay.Envelope.range_reply:type_name -> skiprange.overlay.RangeReply
+	15,  // 52: skiprange.overlay.Envelope.batch_put:type_name -> skiprange.overlay.BatchPut
+	16,  // 53: skiprange.overlay.Envelope.batch_put_reply:type_name -> skiprange.overlay.BatchPutReply
+	17,  // 54: skiprange.overlay.Envelope.join_request:type_name -> skiprange.overlay.JoinRequest
+	18,  // 55: skiprange.overlay.Envelope.join_refused:type_name -> skiprange.overlay.JoinRefused
+	19,  // 56: skiprange.overlay.Envelope.handoff:type_name -> skiprange.overlay.Handoff
+	21,  // 57: skiprange.overlay.Envelope.handoff_ack:type_name -> skiprange.overlay.HandoffAck
+	22,  // 58: skiprange.overlay.Envelope.handoff_commit:type_name -> skiprange.overlay.HandoffCommit
+	25,  // 59: skiprange.overlay.Envelope.handoff_abort:type_name -> skiprange.overlay.HandoffAbort
+	24,  // 60: skiprange.overlay.Envelope.handoff_commit_ack:type_name -> skiprange.overlay.HandoffCommitAck
+	27,  // 61: skiprange.overlay.Envelope.neighbor_update:type_name -> skiprange.overlay.NeighborUpdate
+	28,  // 62: skiprange.overlay.Envelope.level_scan:type_name -> skiprange.overlay.LevelScan
+	29,  // 63: skiprange.overlay.Envelope.level_found:type_name -> skiprange.overlay.LevelFound
+	30,  // 64: skiprange.overlay.Envelope.ping:type_name -> skiprange.overlay.Ping
+	31,  // 65: skiprange.overlay.Envelope.pong:type_name -> skiprange.overlay.Pong
+	26,  // 66: skiprange.overlay.Envelope.copies_whole:type_name -> skiprange.overlay.CopiesWhole
+	34,  // 67: skiprange.overlay.Envelope.balance:type_name -> skiprange.overlay.Balance
+	36,  // 68: skiprange.overlay.Balance.lock:type_name -> skiprange.overlay.LockRequest
+	37,  // 69: skiprange.overlay.Balance.lock_refused:type_name -> skiprange.overlay.LockRefused
+	38,  // 70: skiprange.overlay.Balance.release:type_name -> skiprange.overlay.Release
+	39,  // 71: skiprange.overlay.Balance.nix_turn:type_name -> skiprange.overlay.NixTurn
+	41,  // 72: skiprange.overlay.Balance.remote_lock:type_name -> skiprange.overlay.RemoteLock
+	42,  // 73: skiprange.overlay.Balance.remote_reply:type_name -> skiprange.overlay.RemoteReply
+	43,  // 74: skiprange.overlay.Balance.mig_order:type_name -> skiprange.overlay.MigOrder
+	44,  // 75: skiprange.overlay.Balance.mig_done:type_name -> skiprange.overlay.MigDone
+	45,  // 76: skiprange.overlay.Balance.wave_done:type_name -> skiprange.overlay.WaveDone
+	46,  // 77: skiprange.overlay.Balance.probe:type_name -> skiprange.overlay.Probe
+	47,  // 78: skiprange.overlay.Balance.probe_reply:type_name -> skiprange.overlay.ProbeReply
+	48,  // 79: skiprange.overlay.Balance.ib_offer:type_name -> skiprange.overlay.IBOffer
+	49,  // 80: skiprange.overlay.Balance.ib_nix:type_name -> skiprange.overlay.IBNix
+	35,  // 81: skiprange.overlay.Balance.ack:type_name -> skiprange.overlay.BalanceAck
+	3,   // 82: skiprange.overlay.LockRequest.dir:type_name -> skiprange.overlay.Side
+	6,   // 83: skiprange.overlay.LockRequest.chain:type_name -> skiprange.overlay.NodeRef
+	3,   // 84: skiprange.overlay.Release.dir:type_name -> skiprange.overlay.Side
+	3,   // 85: skiprange.overlay.NixTurn.dir:type_name -> skiprange.overlay.Side
+	6,   // 86: skiprange.overlay.NixTurn.chain:type_name -> skiprange.overlay.NodeRef
+	6,   // 87: skiprange.overlay.SplitPlan.absorber:type_name -> skiprange.overlay.NodeRef
+	6,   // 88: skiprange.overlay.RemoteLock.end:type_name -> skiprange.overlay.NodeRef
+	6,   // 89: skiprange.overlay.RemoteLock.migrants:type_name -> skiprange.overlay.NodeRef
+	6,   // 90: skiprange.overlay.RemoteLock.m:type_name -> skiprange.overlay.NodeRef
+	40,  // 91: skiprange.overlay.RemoteLock.splits:type_name -> skiprange.overlay.SplitPlan
+	6,   // 92: skiprange.overlay.RemoteReply.m:type_name -> skiprange.overlay.NodeRef
+	6,   // 93: skiprange.overlay.RemoteReply.migrants:type_name -> skiprange.overlay.NodeRef
+	40,  // 94: skiprange.overlay.RemoteReply.splits:type_name -> skiprange.overlay.SplitPlan
+	6,   // 95: skiprange.overlay.MigOrder.target:type_name -> skiprange.overlay.NodeRef
+	6,   // 96: skiprange.overlay.MigOrder.absorber:type_name -> skiprange.overlay.NodeRef
+	3,   // 97: skiprange.overlay.WaveDone.dir:type_name -> skiprange.overlay.Side
+	6,   // 98: skiprange.overlay.ProbeReply.next:type_name -> skiprange.overlay.NodeRef
+	6,   // 99: skiprange.overlay.IBOffer.heavy:type_name -> skiprange.overlay.NodeRef
+	5,   // 100: skiprange.overlay.IBOffer.step:type_name -> skiprange.overlay.IBStep
+	6,   // 101: skiprange.overlay.LevelLinks.pred:type_name -> skiprange.overlay.NodeRef
+	6,   // 102: skiprange.overlay.LevelLinks.succ:type_name -> skiprange.overlay.NodeRef
+	6,   // 103: skiprange.overlay.NodeSnapshot.self:type_name -> skiprange.overlay.NodeRef
+	50,  // 104: skiprange.overlay.NodeSnapshot.levels:type_name -> skiprange.overlay.LevelLinks
+	6,   // 105: skiprange.overlay.NodeSnapshot.successors:type_name -> skiprange.overlay.NodeRef
+	10,  // 106: skiprange.overlay.NodeSnapshot.lost:type_name -> skiprange.overlay.KeyRange
+	20,  // 107: skiprange.overlay.NodeSnapshot.tombstones:type_name -> skiprange.overlay.Tombstone
+	10,  // 108: skiprange.overlay.NodeSnapshot.copies_out:type_name -> skiprange.overlay.KeyRange
+	52,  // 109: skiprange.overlay.NodeSnapshot.settled:type_name -> skiprange.overlay.SettledHandoff
+	20,  // 110: skiprange.overlay.NodeSnapshot.recent_deletes:type_name -> skiprange.overlay.Tombstone
+	111, // [111:111] is the sub-list for method output_type
+	111, // [111:111] is the sub-list for method input_type
+	111, // [111:111] is the sub-list for extension type_name
+	111, // [111:111] is the sub-list for extension extendee
+	0,   // [0:111] is the sub-list for field type_name
 }
 
 func init() { file_overlay_pb_overlay_proto_init() }
