@@ -421,20 +421,13 @@ func (b *balanceNet) crash(t *rapid.T) string {
 	return "crash"
 }
 
-// pause freezes a random running node, whatever it is doing, for a drawn time; it resumes by
-// itself. Not one a client request started at is waiting on: it would answer only after.
+// pause freezes a random running node, whatever it is doing, for a drawn time (faultTarget); it
+// resumes by itself.
 func (b *balanceNet) pause(t *rapid.T) string {
-	var running []overlay.NodeID
-	for _, s := range b.h.Net.order {
-		if s.alive && !s.paused && !b.requesting(s.id) {
-			running = append(running, s.id)
-		}
-	}
-	if len(running) == 0 {
+	id, hold, ok := b.faultTarget(t, "paused", func(s *simNode) bool { return s.paused })
+	if !ok {
 		return ""
 	}
-	id := b.pick(t, running, "paused")
-	hold := []time.Duration{2 * time.Second, 8 * time.Second, 20 * time.Second, 45 * time.Second, 90 * time.Second}[rapid.IntRange(0, 4).Draw(t, "hold")]
 	t.Logf("t=%s pause %s (%s, %s) for %s", b.h.Net.Now(), id, b.h.Net.Node(id).State(), b.h.Net.Node(id).Range(), hold)
 	if err := b.h.Net.Pause(id); err != nil {
 		t.Fatal(err)
@@ -448,21 +441,31 @@ func (b *balanceNet) pause(t *rapid.T) string {
 	return "pause"
 }
 
-// cut cuts a random running node off from all the others, whatever it is doing, for a drawn
-// time; the cut heals by itself. Not a node a client request started at is waiting on: its
-// answer would come only after.
-func (b *balanceNet) cut(t *rapid.T) string {
+// faultTarget draws a live node for a fault, but not one a client request started at is waiting
+// on (it would answer only after) nor one already under the fault (skip), and how long the fault
+// lasts: 2 s to 90 s.
+func (b *balanceNet) faultTarget(t *rapid.T, label string, skip func(*simNode) bool) (overlay.NodeID, time.Duration, bool) {
 	var running []overlay.NodeID
 	for _, s := range b.h.Net.order {
-		if s.alive && !b.cutOff[s.id] && !b.requesting(s.id) {
+		if s.alive && !skip(s) && !b.requesting(s.id) {
 			running = append(running, s.id)
 		}
 	}
 	if len(running) == 0 {
+		return "", 0, false
+	}
+	id := b.pick(t, running, label)
+	hold := []time.Duration{2 * time.Second, 8 * time.Second, 20 * time.Second, 45 * time.Second, 90 * time.Second}[rapid.IntRange(0, 4).Draw(t, "hold")]
+	return id, hold, true
+}
+
+// cut cuts a random running node off from all the others, whatever it is doing, for a drawn
+// time (faultTarget); the cut heals by itself.
+func (b *balanceNet) cut(t *rapid.T) string {
+	id, hold, ok := b.faultTarget(t, "cut off", func(s *simNode) bool { return b.cutOff[s.id] })
+	if !ok {
 		return ""
 	}
-	id := b.pick(t, running, "cut off")
-	hold := []time.Duration{2 * time.Second, 8 * time.Second, 20 * time.Second, 45 * time.Second, 90 * time.Second}[rapid.IntRange(0, 4).Draw(t, "hold")]
 	t.Logf("t=%s cut %s (%s, %s) off for %s", b.h.Net.Now(), id, b.h.Net.Node(id).State(), b.h.Net.Node(id).Range(), hold)
 	b.cutOff[id] = true
 	b.cutRanges[id] = b.h.Net.Node(id).Range()
