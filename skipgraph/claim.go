@@ -121,11 +121,6 @@ func (n *Node) stampClaim() {
 	if r != n.claimed {
 		n.clock++
 		n.claim = n.clock
-		// Lost marks mean something only inside the range (a read answers for its own keys):
-		// those a range change left outside — a take-over that a join or a re-admission cut
-		// back before it was settled — would be reported for ever. A range grows only by a
-		// take-over, which marks what it takes, or by a handoff, which brings the piece's marks.
-		n.lost = n.lost.in(r)
 	}
 	// Equal or not, keep the range's own strings: every message sent stamps the claim, and a
 	// comparison of strings that share their bytes is a pointer check, not a read of the

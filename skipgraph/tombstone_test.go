@@ -742,29 +742,3 @@ func TestCopiesWholeDropsLostMarksButInItsHoles(t *testing.T) {
 		t.Errorf("c holds %d tombstones, want its one", c.Tombstones())
 	}
 }
-
-// TestLostMarksOutsideTheRangeGo: b holds lost marks past its range's end — as after a
-// take-over that a join or a re-admission cut back before it was settled (a random case of
-// TestBalanceCutProperties: a cut-off node's range taken over for a moment after the cut healed,
-// the taker's range then cut back by a migrant's join) — and gives a piece to c. Once its range
-// has changed, b marks nothing outside it: reads elsewhere are not its own, and the marks would
-// be reported for ever.
-func TestLostMarksOutsideTheRangeGo(t *testing.T) {
-	nw := fourNodes(t)
-	b := nw.nodes["b"]
-	b.lost.add(overlay.Range{Start: k(1000), End: k(3000)}, time.Time{})
-	nixed := false
-	if err := b.GiveNIX(true, k(1800), pb.Cause_CAUSE_BALANCE, func(ok bool, _ int) { nixed = ok }); err != nil {
-		t.Fatal(err)
-	}
-	nw.run()
-	if !nixed {
-		t.Fatal("the NIX to c did not complete")
-	}
-	if got, want := b.LostRanges(), []overlay.Range{{Start: k(1000), End: k(1800)}}; !slices.Equal(got, want) {
-		t.Errorf("b (%s) marks %v lost, want %v", b.Range(), got, want)
-	}
-	if got := nw.nodes["c"].LostRanges(); !slices.Equal(got, []overlay.Range{{Start: k(1800), End: k(2000)}}) {
-		t.Errorf("c marks %v lost, want the piece's part", got)
-	}
-}
