@@ -107,6 +107,8 @@ func (n *Node) sendCopiesWhole(r overlay.Range, holes []overlay.Range) {
 	for _, h := range holes {
 		c.Holes = append(c.Holes, h.ToPB())
 	}
+	// Routed from here as a repair's message; the step that called this goes on as before.
+	defer func(was pb.Cause) { n.handling = was }(n.handling)
 	n.handling = pb.Cause_CAUSE_REPAIR
 	n.onCopiesWhole(c)
 }
