@@ -385,6 +385,28 @@ func TestLoadOfKeysGivenUpWithoutAHandoffForgotten(t *testing.T) {
 	}
 }
 
+// writeAndWait puts v to k through node at (deletes k when v is empty), waits for the answer,
+// which must be OK, and records the write in the reference.
+func writeAndWait(t *testing.T, h *Harness, at overlay.NodeID, k overlay.Key, v string) {
+	t.Helper()
+	h.Do(at, func(n *node.Node) uint64 {
+		if v == "" {
+			return n.Delete(k)
+		}
+		return n.Put(k, []byte(v))
+	}, func(r overlay.Result) {
+		if r.Status != pb.Status_STATUS_OK {
+			t.Fatalf("write %x at %s: %v %s", k, at, r.Status, r.Err)
+		}
+		if v == "" {
+			delete(h.Expected, k)
+		} else {
+			h.Expected[k] = v
+		}
+	})
+	h.Net.RunWhile(func() bool { return h.Pending() > 0 }, h.Net.Now()+time.Minute)
+}
+
 // putSpread writes n keys spread over the key space from random nodes, records them in the
 // reference, and waits for every answer.
 func putSpread(t *testing.T, h *Harness, n int) {
@@ -502,24 +524,7 @@ func TestSmallSideOfACutLosesNoNewerWrite(t *testing.T) {
 		smallSideWon = smallSideWon || e.Kind == overlay.EventConflict && e.Peer == upper.id && e.Items > 0 &&
 			strings.Contains(e.Detail, "(confirmed) outranks ours")
 	}
-	write := func(at overlay.NodeID, k overlay.Key, v string) {
-		h.Do(at, func(n *node.Node) uint64 {
-			if v == "" {
-				return n.Delete(k)
-			}
-			return n.Put(k, []byte(v))
-		}, func(r overlay.Result) {
-			if r.Status != pb.Status_STATUS_OK {
-				t.Fatalf("write %x at %s: %v %s", k, at, r.Status, r.Err)
-			}
-			if v == "" {
-				delete(h.Expected, k)
-			} else {
-				h.Expected[k] = v
-			}
-		})
-		h.Net.RunWhile(func() bool { return h.Pending() > 0 }, h.Net.Now()+time.Minute)
-	}
+	write := func(at overlay.NodeID, k overlay.Key, v string) { writeAndWait(t, h, at, k, v) }
 
 	h.Net.Partition(map[overlay.NodeID]int{owners[3].id: 1, upper.id: 1})
 	h.Net.RunFor(10 * time.Minute)
@@ -583,24 +588,7 @@ func TestLostMarksGoWhenACutHeals(t *testing.T) {
 	owners := h.Net.owners()
 	pred, victim, succ := owners[2], owners[3], owners[4]
 	vr := victim.node.Range()
-	write := func(k overlay.Key, v string) {
-		h.Do(owners[0].id, func(n *node.Node) uint64 {
-			if v == "" {
-				return n.Delete(k)
-			}
-			return n.Put(k, []byte(v))
-		}, func(r overlay.Result) {
-			if r.Status != pb.Status_STATUS_OK {
-				t.Fatalf("write %x: %v %s", k, r.Status, r.Err)
-			}
-			if v == "" {
-				delete(h.Expected, k)
-			} else {
-				h.Expected[k] = v
-			}
-		})
-		h.Net.RunWhile(func() bool { return h.Pending() > 0 }, h.Net.Now()+time.Minute)
-	}
+	write := func(k overlay.Key, v string) { writeAndWait(t, h, owners[0].id, k, v) }
 	deleted, split, kept := vr.Start+"c", vr.Start+"b", vr.Start+"d"
 	write(deleted, "soon deleted")
 	write(kept, "kept")
