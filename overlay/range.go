@@ -140,11 +140,12 @@ func (r Range) String() string {
 	if r.IsFull() {
 		return "[full circle)"
 	}
-	return fmt.Sprintf("[%s, %s)", formatKey(r.Start), formatKey(r.End))
+	return fmt.Sprintf("[%s, %s)", FormatKey(r.Start), FormatKey(r.End))
 }
 
-// formatKey prints 8-byte keys as integers (the experiments' encoding) and others quoted.
-func formatKey(k Key) string {
+// FormatKey prints 8-byte keys as integers (the experiments' encoding) and others quoted, as logs
+// and ranges show them.
+func FormatKey(k Key) string {
 	if len(k) == 8 {
 		return fmt.Sprint(KeyUint64(k))
 	}

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/skiprange/skiprange/overlay"
 	"github.com/skiprange/skiprange/overlay/pb"
 )
@@ -352,18 +354,21 @@ func (n *Node) onLookup(e *pb.Envelope, m *pb.Lookup) {
 			reply.Status, reply.Error = pb.Status_STATUS_LOST, "the key lies in a range whose holder failed; it may have existed"
 		default:
 			reply.Status = pb.Status_STATUS_NOT_FOUND
+			n.debug("read answered not found", func() []zap.Field { return n.keyFields(key) })
 		}
 	case pb.Op_OP_PUT:
 		it := overlay.Item{Key: key, Value: m.Value, Written: n.stampWrite(key)}
 		if err = n.store.Put(it); err == nil {
 			n.written(key)
 			n.forwardWrite(it)
+			n.debug("put", func() []zap.Field { return n.keyFields(key) })
 		}
 	case pb.Op_OP_DELETE:
 		del := overlay.Item{Key: key, Deleted: true, Written: n.stampWrite(key)}
 		if err = n.store.Delete(key); err == nil {
 			n.deleted(key, del.Written)
 			n.forwardWrite(del)
+			n.debug("delete", func() []zap.Field { return n.keyFields(key) })
 		}
 	case pb.Op_OP_FIND:
 		// A search whose origin starts inside this node's range comes from a node that takes
@@ -376,6 +381,23 @@ func (n *Node) onLookup(e *pb.Envelope, m *pb.Lookup) {
 		reply.Status, reply.Error = pb.Status_STATUS_ERROR, err.Error()
 	}
 	n.replyTo(m.Origin, &pb.Envelope{Body: &pb.Envelope_LookupReply{LookupReply: reply}})
+}
+
+// keyFields describes what this node knows of key, for a debug log of a client's write or of a
+// read answered "not found": a key's history across the nodes is then in their logs.
+func (n *Node) keyFields(key overlay.Key) []zap.Field {
+	f := []zap.Field{zap.String("key", overlay.FormatKey(key)), zap.Stringer("range", n.Range()),
+		zap.Uint64("stamp", n.heldStamp(key)), zap.Bool("marked_lost", n.lost.contains(key))}
+	if d, ok := n.tombs.get(key); ok {
+		f = append(f, zap.Uint64("tombstone", d.written), zap.Duration("tombstone_age", n.env.Now().Sub(d.at)))
+	}
+	if n.in != nil && n.in.piece.Contains(key) {
+		f = append(f, zap.Stringer("incoming_piece", n.in.piece), zap.Bool("incoming_acked", n.in.acked))
+	}
+	if n.out != nil && n.out.piece.Contains(key) {
+		f = append(f, zap.Stringer("outgoing_piece", n.out.piece))
+	}
+	return f
 }
 
 func (n *Node) onLookupReply(r *pb.LookupReply) {
@@ -520,12 +542,19 @@ func (n *Node) onBatchPut(b *pb.BatchPut) {
 		n.written(it.Key)
 		n.forwardWrite(it)
 	}
+	if b.Copies && len(local) > 0 {
+		n.debug("copies stored", func() []zap.Field {
+			return []zap.Field{zap.Int("items", len(local)), zap.String("first", overlay.FormatKey(local[0].Key)),
+				zap.String("last", overlay.FormatKey(local[len(local)-1].Key)), zap.String("from", string(b.Origin.GetId()))}
+		})
+	}
 	// A batch's deletes are a re-admission's: other copies of those keys may still come back
 	// (a receiver that acknowledged a piece from this node before it stood still writes it out
 	// late), so each leaves a tombstone, in a lost part or not.
 	for _, d := range deletes {
 		n.tombs.set(d.Key, tombstone{at: n.env.Now(), written: d.Written})
 		n.forwardWrite(d)
+		n.debug("delete copied", func() []zap.Field { return n.keyFields(d.Key) })
 	}
 	n.evictTombstones()
 	b.Stored += uint32(len(local) + len(deletes))
