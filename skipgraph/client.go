@@ -31,6 +31,10 @@ type request struct {
 	copies       bool
 	keepExisting bool
 	copiesOf     uint64
+	// issued is a client write's issue stamp, carried by every attempt (stamp.go); reissues
+	// counts the times it was issued again after being superseded.
+	issued   uint64
+	reissues int
 	// via, when set, is the live node a batch write enters the ring at, for a node outside it (a
 	// joiner writing out a piece whose giver never confirmed it).
 	via overlay.NodeID
@@ -109,6 +113,9 @@ func (n *Node) putBatch(items []overlay.Item, copies, keepExisting bool, copiesO
 	sorted := append([]overlay.Item(nil), items...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Key < sorted[j].Key })
 	req.key = sorted[0].Key
+	if !copies {
+		req.issued = n.newStamp(0)
+	}
 	if len(sorted) > batchPiece {
 		n.putPieces(req, sorted)
 	} else {
@@ -122,7 +129,7 @@ func (n *Node) sendBatch(req *request, sorted []overlay.Item) {
 	req.issue = func() {
 		b := &pb.BatchPut{
 			ReqId: req.id, Origin: n.selfRef, Route: &pb.Route{Key: []byte(sorted[0].Key)},
-			Copies: req.copies, KeepExisting: req.keepExisting, CopiesOfXfer: req.copiesOf,
+			Copies: req.copies, KeepExisting: req.keepExisting, CopiesOfXfer: req.copiesOf, Issued: req.issued,
 		}
 		for _, it := range sorted {
 			written := it.Written
@@ -172,7 +179,7 @@ func (n *Node) putPieces(req *request, sorted []overlay.Item) {
 			}
 		}
 		// Checked and sorted already: each piece is a request of its own, sent as it is.
-		n.sendBatch(&request{id: n.newReqID(), kind: overlay.ResultBatchPut, key: piece[0].Key, onDone: done, copies: req.copies, keepExisting: req.keepExisting, copiesOf: req.copiesOf, via: req.via}, piece)
+		n.sendBatch(&request{id: n.newReqID(), kind: overlay.ResultBatchPut, key: piece[0].Key, onDone: done, copies: req.copies, keepExisting: req.keepExisting, copiesOf: req.copiesOf, via: req.via, issued: req.issued}, piece)
 	}
 }
 
@@ -183,8 +190,11 @@ func (n *Node) lookup(op pb.Op, key overlay.Key, value []byte) uint64 {
 		n.failNow(req, pb.Status_STATUS_INVALID, err)
 		return id
 	}
+	if op == pb.Op_OP_PUT || op == pb.Op_OP_DELETE {
+		req.issued = n.newStamp(0)
+	}
 	req.issue = func() {
-		m := &pb.Lookup{ReqId: id, Origin: n.selfRef, Route: &pb.Route{Key: []byte(key)}, Op: op, Value: value}
+		m := &pb.Lookup{ReqId: id, Origin: n.selfRef, Route: &pb.Route{Key: []byte(key)}, Op: op, Value: value, Issued: req.issued}
 		n.onLookup(&pb.Envelope{Body: &pb.Envelope_Lookup{Lookup: m}}, m)
 	}
 	n.startRequest(req)
@@ -279,10 +289,39 @@ func (n *Node) startAwaitingJoin() {
 
 func (n *Node) attempt(req *request) {
 	req.attempt++
+	n.sendAttempt(req)
+}
+
+// sendAttempt sends one attempt of req, with its own deadline.
+func (n *Node) sendAttempt(req *request) {
 	req.deadline = n.env.Now().Add(n.cfg.RequestTimeout)
 	n.env.SetTimer(n.cfg.RequestTimeout, overlay.Timer{Kind: timerRequest, ID: req.id})
 	n.handling = pb.Cause_CAUSE_CLIENT
 	req.issue()
+}
+
+// maxReissues bounds how often a client write is issued again after being superseded: once is
+// the rule (its new stamp is later than what its owner held), more only where other writes of
+// the key keep coming in between.
+const maxReissues = 3
+
+// reissue handles an owner's answer that a write of pending request id was superseded by a
+// write stamped held: the origin still waits for it, so the write was not the late attempt of a
+// finished request; it goes again, stamped past held, without counting as an attempt (a batch
+// goes again whole: the keys written already take the same values anew). It reports whether
+// the answer was taken so; false when the request is finished, or was issued again
+// maxReissues times, each superseded by other writes of the key that came in between — the
+// answer then completes it, the write ordered before those concurrent ones.
+func (n *Node) reissue(id, held uint64) bool {
+	req := n.pending[id]
+	if req == nil || req.reissues >= maxReissues {
+		return false
+	}
+	req.reissues++
+	req.issued = n.newStamp(held + 1)
+	n.Stats.Reissued++
+	n.sendAttempt(req)
+	return true
 }
 
 func (n *Node) onRequestTimeout(id uint64) {
@@ -356,19 +395,25 @@ func (n *Node) onLookup(e *pb.Envelope, m *pb.Lookup) {
 			reply.Status = pb.Status_STATUS_NOT_FOUND
 			n.debug("read answered not found", func() []zap.Field { return n.keyFields(key) })
 		}
-	case pb.Op_OP_PUT:
+	case pb.Op_OP_PUT, pb.Op_OP_DELETE:
+		if held, ok := n.superseded(key, m.Issued); ok {
+			reply.Superseded = held
+			break
+		}
+		if m.Op == pb.Op_OP_DELETE {
+			del := overlay.Item{Key: key, Deleted: true, Written: n.stampWrite(key)}
+			if err = n.store.Delete(key); err == nil {
+				n.deleted(key, del.Written)
+				n.forwardWrite(del)
+				n.debug("delete", func() []zap.Field { return n.keyFields(key) })
+			}
+			break
+		}
 		it := overlay.Item{Key: key, Value: m.Value, Written: n.stampWrite(key)}
 		if err = n.store.Put(it); err == nil {
 			n.written(key)
 			n.forwardWrite(it)
 			n.debug("put", func() []zap.Field { return n.keyFields(key) })
-		}
-	case pb.Op_OP_DELETE:
-		del := overlay.Item{Key: key, Deleted: true, Written: n.stampWrite(key)}
-		if err = n.store.Delete(key); err == nil {
-			n.deleted(key, del.Written)
-			n.forwardWrite(del)
-			n.debug("delete", func() []zap.Field { return n.keyFields(key) })
 		}
 	case pb.Op_OP_FIND:
 		// A search whose origin starts inside this node's range comes from a node that takes
@@ -401,6 +446,9 @@ func (n *Node) keyFields(key overlay.Key) []zap.Field {
 }
 
 func (n *Node) onLookupReply(r *pb.LookupReply) {
+	if r.Superseded != 0 && n.reissue(r.ReqId, r.Superseded) {
+		return
+	}
 	n.finish(overlay.Result{
 		ReqID: r.ReqId, Status: r.Status, Value: r.Value, Owner: overlay.NodeID(r.GetOwner().GetId()),
 		Hops: int(r.Hops), Err: r.Error,
@@ -498,6 +546,7 @@ func (n *Node) onBatchPut(b *pb.BatchPut) {
 		switch {
 		case !mine.Contains(key):
 			restDeletes, restWritten = append(restDeletes, k), append(restWritten, written)
+		case n.batchSuperseded(b, key):
 		case !b.Copies:
 			deletes = append(deletes, overlay.Item{Key: key, Deleted: true, Written: n.stampWrite(key)})
 		case n.copyStands(key, written, b.KeepExisting):
@@ -514,6 +563,7 @@ func (n *Node) onBatchPut(b *pb.BatchPut) {
 			rest = append(rest, it)
 		case stale:
 			b.Stored++ // handled: a copy older than what this node holds of the piece
+		case n.batchSuperseded(b, key):
 		case !b.Copies:
 			local = append(local, overlay.Item{Key: key, Value: it.Value, Written: n.stampWrite(key)})
 		case !n.copyStands(key, it.Written, b.KeepExisting):
@@ -561,7 +611,7 @@ func (n *Node) onBatchPut(b *pb.BatchPut) {
 	b.Items, b.Deletes, b.DeletesWritten = rest, restDeletes, restWritten
 	if len(rest) == 0 && len(restDeletes) == 0 {
 		n.replyTo(b.Origin, &pb.Envelope{Body: &pb.Envelope_BatchPutReply{BatchPutReply: &pb.BatchPutReply{
-			ReqId: b.ReqId, Stored: b.Stored, Hops: b.Route.Hops,
+			ReqId: b.ReqId, Stored: b.Stored, Hops: b.Route.Hops, Superseded: b.Superseded,
 		}}})
 		return
 	}
@@ -578,6 +628,20 @@ func (n *Node) onBatchPut(b *pb.BatchPut) {
 	n.onBatchPut(b)
 }
 
+// batchSuperseded reports whether the write of key in client batch b is superseded here
+// (stamp.go); it is then handled, counted stored, and b names the stamp that superseded it.
+func (n *Node) batchSuperseded(b *pb.BatchPut, key overlay.Key) bool {
+	held, ok := n.superseded(key, b.Issued)
+	if ok {
+		b.Stored++
+		b.Superseded = max(b.Superseded, held)
+	}
+	return ok
+}
+
 func (n *Node) onBatchPutReply(r *pb.BatchPutReply) {
+	if r.Superseded != 0 && n.reissue(r.ReqId, r.Superseded) {
+		return
+	}
 	n.finish(overlay.Result{ReqID: r.ReqId, Status: r.Status, Stored: int(r.Stored), Hops: int(r.Hops)})
 }

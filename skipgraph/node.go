@@ -173,6 +173,13 @@ type Stats struct {
 	BalanceItemsOut [NumHandoffKinds]int
 	Aborts          int // handoffs aborted
 	Retries         int // client requests sent again after a timeout
+	// Superseded counts client writes (a put, a delete, an item or delete of a client batch)
+	// not applied here because this node held the key stamped at or after the write's issue
+	// stamp: mostly a late attempt of a write whose origin had tried again (stamp.go).
+	Superseded int
+	// Reissued counts client writes this node issued again, stamped later, after an owner
+	// answered that it held their key stamped as late.
+	Reissued int
 	// Rerouted counts routed messages the runtime could not hand to the next node that went on
 	// by another link at once (Undeliverable).
 	Rerouted int

@@ -634,3 +634,24 @@ func TestWaitingLeaverLeavesOnceConfirmed(t *testing.T) {
 		t.Fatalf("c confirmed %v, owns %s a minute later, want [4500, \"\")", confirmed, c.Range())
 	}
 }
+
+// TestWaitingNodeWithoutPredecessorNotConfirmed: a waiting node that found its predecessor gone
+// (a migrant that left the place next to it while it stood still) has no predecessor's word for
+// its start, and its successor's alone does not end the wait. Ended so, two nodes paused side by
+// side served their stale values over acknowledged writes (skipsim balance --clients). Once a
+// predecessor links to it and names it, its word ends the wait.
+func TestWaitingNodeWithoutPredecessorNotConfirmed(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	c, b, d := nw.nodes["c"], nw.nodes["b"], nw.nodes["d"]
+	c.startWait()
+	c.levels[0].pred = overlay.Peer{}
+	c.checkConfirmed(d.Self(), &pb.Pong{Pred: c.Self().ToPB(), Succ: nw.nodes["e"].Self().ToPB()})
+	if !c.unconfirmed() {
+		t.Fatal("c, knowing no predecessor, was confirmed by its successor's word alone")
+	}
+	c.levels[0].pred = b.Self()
+	c.checkConfirmed(b.Self(), &pb.Pong{Pred: nw.nodes["a"].Self().ToPB(), Succ: c.Self().ToPB()})
+	if c.unconfirmed() {
+		t.Fatal("c, named by its predecessor and its successor, still waits")
+	}
+}

@@ -23,10 +23,44 @@ import (
 
 // stampWrite returns the stamp of a new write of key here: later than what this node holds of
 // the key (heldStamp) and than every stamp issued or seen here, and not earlier than the clock.
-func (n *Node) stampWrite(key overlay.Key) uint64 {
-	s := max(uint64(max(n.env.Now().UnixNano(), 0)), n.hlc+1, n.heldStamp(key)+1)
+func (n *Node) stampWrite(key overlay.Key) uint64 { return n.newStamp(n.heldStamp(key) + 1) }
+
+// newStamp returns a stamp at least atLeast, later than every stamp issued or seen here, and
+// not earlier than the clock.
+func (n *Node) newStamp(atLeast uint64) uint64 {
+	s := max(uint64(max(n.env.Now().UnixNano(), 0)), n.hlc+1, atLeast)
 	n.hlc = s
 	return s
+}
+
+// Issue stamps. A client write's origin stamps it when the request starts, and every attempt
+// carries that stamp (Lookup.issued, BatchPut.issued). An attempt may wait a long time on its
+// way — in the buffers of a frozen node, or at a node holding requests for a piece it awaits the
+// commit of — while the origin, its answer overdue, tries again, succeeds, and the client writes
+// the key anew; arriving then, stamped by its owner as it arrives, the late attempt undid the
+// newer write (the checked clients of skipsim balance found it, paused or not). So an owner
+// applies a client write only where what it holds of the key (heldStamp: a value, a tombstone, a
+// recent delete) is stamped earlier than the write's issue stamp, and otherwise answers that the
+// write was superseded, naming its own stamp. The origin, if it still waits for the request,
+// issues it again stamped past that one (reissue): the held write may be older in real time,
+// stamped ahead by a faster clock, or the request's own earlier attempt; a request the origin
+// has finished takes the answer nowhere, and the late attempt is simply not applied. What this
+// leaves open: a late attempt to a key its owner holds nothing of, and knows no delete of, is
+// still applied (a key deleted more than recentDeleteFor ago, or never written); and clocks
+// that disagree by more than a request's time-out can still let a late attempt through.
+
+// superseded reports whether a client write of key issued at issued (0: not stamped) must not
+// be applied here, and the stamp that supersedes it; it raises the stamp clock past issued.
+func (n *Node) superseded(key overlay.Key, issued uint64) (uint64, bool) {
+	if issued == 0 {
+		return 0, false
+	}
+	n.observeStamp(issued)
+	if held := n.heldStamp(key); held >= issued {
+		n.Stats.Superseded++
+		return held, true
+	}
+	return 0, false
 }
 
 // observeStamp raises the stamp clock past a stamp that arrived with a copy.

@@ -57,6 +57,14 @@ SmartUNL's hints travel as before: at 500 nodes the results are those of routed 
 the seeds' spread, in a fifth of the wall time or less, and 50,000 nodes can be run at all (in
 about 50 minutes: docs/JOURNAL.md, "Direct queries" and "Routes that went round in circles").
 
+Checked clients (--clients RATE): reads, puts and deletes of random loaded keys at RATE
+operations per second through random running nodes, from the first query to the end, each
+answer checked against the writes acknowledged before it was sent — a stale value, a value
+never written or an acknowledged key not found is a violation and fails the check; STATUS_LOST
+is allowed once a crash or a pause has come (a frozen node's range answers so until it is
+re-admitted). A write that gets no answer may yet happen: its key is left alone and checked
+once at the end. E.g. --pause 0.1 --pause-for 120s --clients 50.
+
 Progress goes to stderr (--quiet silences it); while the balancers run it shows how many nodes
 are still over thres.
 
@@ -92,7 +100,7 @@ type balanceFlags struct {
 	pauseFor                         time.Duration
 	ringEvery                        time.Duration
 	thres, overThres, a, loss, crash float64
-	pause                            float64
+	pause, clients                   float64
 	headroom, delta                  float64
 	ttl, ttlMax, samples             int
 	faithful, asJSON, refuse         bool
@@ -142,6 +150,7 @@ func (f *balanceFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.refuse, "refuse", false, "a message to a crashed node is refused, its sender told so a round trip later, as a dial to a process that died on a live host is under libp2p: a lookup or range query then goes on at once by another link (default: lost without a word, as to a host that vanished)")
 	fs.Float64Var(&f.pause, "pause", 0, "`fraction` of the nodes frozen at once, as by a SIGSTOP (others than those crashing), in [0,1)")
 	durationVar(fs, &f.pauseFor, "pause-for", "how long the paused nodes stay frozen (needed with --pause)")
+	fs.Float64Var(&f.clients, "clients", 0, "checked client reads and writes per second (`rate`; see above), 0 for none")
 	durationVar(fs, &f.crashAfter, "crash-after", "the crash and the pause come this `time` after the warm-up")
 	fs.BoolVar(&f.asJSON, "json", false, "print the result as JSON")
 	fs.StringVar(&f.out, "out", "", "write result.json, series.csv and SVG plots into this `directory`")
@@ -257,6 +266,7 @@ func (f *balanceFlags) params() (sim.BalanceParams, error) {
 	}
 	p.CrashFraction, p.CrashAfter = f.crash, f.crashAfter
 	p.PauseFraction, p.PauseFor = f.pause, f.pauseFor
+	p.Clients = f.clients
 	p.Net.Loss, p.Net.Refuse = f.loss, f.refuse
 	b := &p.Net.Node.Balance
 	b.Algorithm, b.SmartUNL, b.Placement = alg, smartUNL, place
@@ -355,6 +365,8 @@ func (f *balanceFlags) validate() error {
 		return badUsage("--crash and --pause together must stay under 1 (got %g and %g)", f.crash, f.pause)
 	case f.pause > 0 && f.pauseFor <= 0:
 		return badUsage("--pause needs a positive --pause-for (got %s)", secs(f.pauseFor))
+	case !(f.clients >= 0) || math.IsInf(f.clients, 1):
+		return badUsage("--clients must be a rate of 0 or more operations per second (got %g)", f.clients)
 	case f.window == 0 && f.warmup == 0:
 		return badUsage("--window must be positive (it defaults to --warmup, which is 0)")
 	}
@@ -543,6 +555,12 @@ func printBalance(w io.Writer, doc balanceDoc, p sim.BalanceParams) {
 	}
 	if p.PauseFraction > 0 {
 		fmt.Fprintf(t, "pause\t%d nodes frozen for %.0f s, %.0f s after the warm-up\n", r.Paused, p.PauseFor.Seconds(), p.CrashAfter.Seconds())
+	}
+	if c := r.Clients; c != nil {
+		fmt.Fprintf(t, "clients\t%d reads, %d writes checked: %d answered LOST, %d failed, %d violations\n", c.Reads, c.Writes, c.Lost, c.Failed, c.Violations)
+		for _, v := range c.Examples {
+			fmt.Fprintf(t, "\t%s\n", v)
+		}
 	}
 	lk := r.LookupsAfter
 	fmt.Fprintf(t, "lookups after\t%d from random nodes: %d wrong, %d failed; hops mean %.2f, p99 %d (log2 N %.2f)\n",

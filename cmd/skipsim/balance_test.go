@@ -95,6 +95,8 @@ func TestBalanceBadFlags(t *testing.T) {
 		{"pause one", []string{"--pause", "1", "--pause-for", "30s"}, []string{"--pause", "[0,1)"}},
 		{"pause without a time", []string{"--pause", "0.1"}, []string{"--pause-for", "positive"}},
 		{"pause-for negative", []string{"--pause-for", "-1s"}, []string{"--pause-for", "negative"}},
+		{"clients negative", []string{"--clients", "-1"}, []string{"--clients", "0 or more"}},
+		{"clients not a number", []string{"--clients", "NaN"}, []string{"--clients", "0 or more"}},
 		{"pause and crash all", []string{"--crash", "0.5", "--pause", "0.5", "--pause-for", "30s"}, []string{"--crash and --pause", "under 1"}},
 		{"thres zero", []string{"--thres", "0"}, []string{"--thres", "positive"}},
 		{"over-thres below thres", []string{"--thres", "60", "--over-thres", "50"}, []string{"--over-thres", "exceed --thres"}},

@@ -744,12 +744,18 @@ func (x *KeyRange) GetEnd() []byte {
 
 // Lookup is an exact-match operation routed to the owner of its key.
 type Lookup struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ReqId         uint64                 `protobuf:"varint,1,opt,name=req_id,json=reqId,proto3" json:"req_id,omitempty"`
-	Origin        *NodeRef               `protobuf:"bytes,2,opt,name=origin,proto3" json:"origin,omitempty"`
-	Route         *Route                 `protobuf:"bytes,3,opt,name=route,proto3" json:"route,omitempty"`
-	Op            Op                     `protobuf:"varint,4,opt,name=op,proto3,enum=skiprange.overlay.Op" json:"op,omitempty"`
-	Value         []byte                 `protobuf:"bytes,5,opt,name=value,proto3" json:"value,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	ReqId  uint64                 `protobuf:"varint,1,opt,name=req_id,json=reqId,proto3" json:"req_id,omitempty"`
+	Origin *NodeRef               `protobuf:"bytes,2,opt,name=origin,proto3" json:"origin,omitempty"`
+	Route  *Route                 `protobuf:"bytes,3,opt,name=route,proto3" json:"route,omitempty"`
+	Op     Op                     `protobuf:"varint,4,opt,name=op,proto3,enum=skiprange.overlay.Op" json:"op,omitempty"`
+	Value  []byte                 `protobuf:"bytes,5,opt,name=value,proto3" json:"value,omitempty"`
+	// issued: a put's or a delete's issue stamp, taken by the origin when the request started
+	// and carried by every attempt of it (0: none, as from a sender that predates the field). The
+	// owner applies the write only where it holds nothing stamped as late: an attempt that waited
+	// somewhere (a frozen node's buffers, a piece held until its commit) while the origin tried
+	// again, and the client wrote anew, must not undo the newer write.
+	Issued        uint64 `protobuf:"varint,6,opt,name=issued,proto3" json:"issued,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -819,14 +825,24 @@ func (x *Lookup) GetValue() []byte {
 	return nil
 }
 
+func (x *Lookup) GetIssued() uint64 {
+	if x != nil {
+		return x.Issued
+	}
+	return 0
+}
+
 type LookupReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ReqId         uint64                 `protobuf:"varint,1,opt,name=req_id,json=reqId,proto3" json:"req_id,omitempty"`
-	Owner         *NodeRef               `protobuf:"bytes,2,opt,name=owner,proto3" json:"owner,omitempty"`
-	Status        Status                 `protobuf:"varint,3,opt,name=status,proto3,enum=skiprange.overlay.Status" json:"status,omitempty"`
-	Value         []byte                 `protobuf:"bytes,4,opt,name=value,proto3" json:"value,omitempty"`
-	Hops          uint32                 `protobuf:"varint,5,opt,name=hops,proto3" json:"hops,omitempty"`
-	Error         string                 `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	ReqId  uint64                 `protobuf:"varint,1,opt,name=req_id,json=reqId,proto3" json:"req_id,omitempty"`
+	Owner  *NodeRef               `protobuf:"bytes,2,opt,name=owner,proto3" json:"owner,omitempty"`
+	Status Status                 `protobuf:"varint,3,opt,name=status,proto3,enum=skiprange.overlay.Status" json:"status,omitempty"`
+	Value  []byte                 `protobuf:"bytes,4,opt,name=value,proto3" json:"value,omitempty"`
+	Hops   uint32                 `protobuf:"varint,5,opt,name=hops,proto3" json:"hops,omitempty"`
+	Error  string                 `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
+	// superseded: the write was not applied, the owner holding the key stamped this late (at or
+	// after issued). An origin still waiting for the request issues it again, stamped later.
+	Superseded    uint64 `protobuf:"varint,7,opt,name=superseded,proto3" json:"superseded,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -901,6 +917,13 @@ func (x *LookupReply) GetError() string {
 		return x.Error
 	}
 	return ""
+}
+
+func (x *LookupReply) GetSuperseded() uint64 {
+	if x != nil {
+		return x.Superseded
+	}
+	return 0
 }
 
 // RangeQuery is routed to the owner of start, then walks level 0 clockwise collecting items
@@ -1169,8 +1192,13 @@ type BatchPut struct {
 	Copies bool `protobuf:"varint,10,opt,name=copies,proto3" json:"copies,omitempty"`
 	// deletes_written: the stamp of each delete, in the order of deletes (missing: 0).
 	DeletesWritten []uint64 `protobuf:"varint,11,rep,packed,name=deletes_written,json=deletesWritten,proto3" json:"deletes_written,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// issued: a client batch's issue stamp, as Lookup.issued: an item or delete whose key its
+	// owner holds stamped as late is not applied (0: none).
+	Issued uint64 `protobuf:"varint,12,opt,name=issued,proto3" json:"issued,omitempty"`
+	// superseded: the latest stamp of the keys not applied for that reason so far (0: none).
+	Superseded    uint64 `protobuf:"varint,13,opt,name=superseded,proto3" json:"superseded,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BatchPut) Reset() {
@@ -1280,12 +1308,28 @@ func (x *BatchPut) GetDeletesWritten() []uint64 {
 	return nil
 }
 
+func (x *BatchPut) GetIssued() uint64 {
+	if x != nil {
+		return x.Issued
+	}
+	return 0
+}
+
+func (x *BatchPut) GetSuperseded() uint64 {
+	if x != nil {
+		return x.Superseded
+	}
+	return 0
+}
+
 type BatchPutReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ReqId         uint64                 `protobuf:"varint,1,opt,name=req_id,json=reqId,proto3" json:"req_id,omitempty"`
-	Status        Status                 `protobuf:"varint,2,opt,name=status,proto3,enum=skiprange.overlay.Status" json:"status,omitempty"`
-	Stored        uint32                 `protobuf:"varint,3,opt,name=stored,proto3" json:"stored,omitempty"`
-	Hops          uint32                 `protobuf:"varint,4,opt,name=hops,proto3" json:"hops,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	ReqId  uint64                 `protobuf:"varint,1,opt,name=req_id,json=reqId,proto3" json:"req_id,omitempty"`
+	Status Status                 `protobuf:"varint,2,opt,name=status,proto3,enum=skiprange.overlay.Status" json:"status,omitempty"`
+	Stored uint32                 `protobuf:"varint,3,opt,name=stored,proto3" json:"stored,omitempty"`
+	Hops   uint32                 `protobuf:"varint,4,opt,name=hops,proto3" json:"hops,omitempty"`
+	// superseded: as BatchPut.superseded; an origin still waiting issues the batch again.
+	Superseded    uint64 `protobuf:"varint,5,opt,name=superseded,proto3" json:"superseded,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1344,6 +1388,13 @@ func (x *BatchPutReply) GetStored() uint32 {
 func (x *BatchPutReply) GetHops() uint32 {
 	if x != nil {
 		return x.Hops
+	}
+	return 0
+}
+
+func (x *BatchPutReply) GetSuperseded() uint64 {
+	if x != nil {
+		return x.Superseded
 	}
 	return 0
 }
@@ -4668,20 +4719,24 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x10_successor_items\"2\n" +
 	"\bKeyRange\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\fR\x05start\x12\x10\n" +
-	"\x03end\x18\x02 \x01(\fR\x03end\"\xc0\x01\n" +
+	"\x03end\x18\x02 \x01(\fR\x03end\"\xd8\x01\n" +
 	"\x06Lookup\x12\x15\n" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x122\n" +
 	"\x06origin\x18\x02 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x06origin\x12.\n" +
 	"\x05route\x18\x03 \x01(\v2\x18.skiprange.overlay.RouteR\x05route\x12%\n" +
 	"\x02op\x18\x04 \x01(\x0e2\x15.skiprange.overlay.OpR\x02op\x12\x14\n" +
-	"\x05value\x18\x05 \x01(\fR\x05value\"\xc9\x01\n" +
+	"\x05value\x18\x05 \x01(\fR\x05value\x12\x16\n" +
+	"\x06issued\x18\x06 \x01(\x04R\x06issued\"\xe9\x01\n" +
 	"\vLookupReply\x12\x15\n" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x120\n" +
 	"\x05owner\x18\x02 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x05owner\x121\n" +
 	"\x06status\x18\x03 \x01(\x0e2\x19.skiprange.overlay.StatusR\x06status\x12\x14\n" +
 	"\x05value\x18\x04 \x01(\fR\x05value\x12\x12\n" +
 	"\x04hops\x18\x05 \x01(\rR\x04hops\x12\x14\n" +
-	"\x05error\x18\x06 \x01(\tR\x05error\"\x8b\x03\n" +
+	"\x05error\x18\x06 \x01(\tR\x05error\x12\x1e\n" +
+	"\n" +
+	"superseded\x18\a \x01(\x04R\n" +
+	"superseded\"\x8b\x03\n" +
 	"\n" +
 	"RangeQuery\x12\x15\n" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x122\n" +
@@ -4712,7 +4767,7 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x04hops\x18\a \x01(\rR\x04hops\x12\x1e\n" +
 	"\n" +
 	"incomplete\x18\b \x01(\bR\n" +
-	"incomplete\"\x8c\x03\n" +
+	"incomplete\"\xc4\x03\n" +
 	"\bBatchPut\x12\x15\n" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x122\n" +
 	"\x06origin\x18\x02 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x06origin\x12.\n" +
@@ -4725,12 +4780,19 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x0ecopies_of_xfer\x18\t \x01(\x04R\fcopiesOfXfer\x12\x16\n" +
 	"\x06copies\x18\n" +
 	" \x01(\bR\x06copies\x12'\n" +
-	"\x0fdeletes_written\x18\v \x03(\x04R\x0edeletesWritten\"\x85\x01\n" +
+	"\x0fdeletes_written\x18\v \x03(\x04R\x0edeletesWritten\x12\x16\n" +
+	"\x06issued\x18\f \x01(\x04R\x06issued\x12\x1e\n" +
+	"\n" +
+	"superseded\x18\r \x01(\x04R\n" +
+	"superseded\"\xa5\x01\n" +
 	"\rBatchPutReply\x12\x15\n" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x121\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x19.skiprange.overlay.StatusR\x06status\x12\x16\n" +
 	"\x06stored\x18\x03 \x01(\rR\x06stored\x12\x12\n" +
-	"\x04hops\x18\x04 \x01(\rR\x04hops\"\x9d\x01\n" +
+	"\x04hops\x18\x04 \x01(\rR\x04hops\x12\x1e\n" +
+	"\n" +
+	"superseded\x18\x05 \x01(\x04R\n" +
+	"superseded\"\x9d\x01\n" +
 	"\vJoinRequest\x122\n" +
 	"\x06joiner\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x06joiner\x12.\n" +
 	"\x05route\x18\x02 \x01(\v2\x18.skiprange.overlay.RouteR\x05route\x12\x14\n" +

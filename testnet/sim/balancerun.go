@@ -53,7 +53,11 @@ type BalanceParams struct {
 	// for PauseFor (Network.Pause: frozen as by a SIGSTOP, in the middle of their waves).
 	PauseFraction float64
 	PauseFor      time.Duration
-	Net           Config
+	// Clients, when positive, is the rate of checked client operations per second from the
+	// first query on: reads, puts and deletes of random loaded keys through random running
+	// nodes, every answer checked against the writes acknowledged before it (ClientStats).
+	Clients float64
+	Net     Config
 	// Thresholds, when not empty, makes the nodes heterogeneous (SPEC §1: each node sets its
 	// own thres): the nodes are given these thresholds in equal shares, at places drawn from
 	// Seed, and each node's overThres is Net.Node.Balance.OverThres scaled by its thres over
@@ -174,6 +178,8 @@ type BalanceResult struct {
 	// LookupsAfter: lookups of random keys from random nodes once balancing ended, checked
 	// against the reference (every key must be found where it belongs), with message loss off.
 	LookupsAfter HopStats `json:"lookups_after"`
+	// Clients: what the checked clients did and saw (nil without BalanceParams.Clients).
+	Clients *ClientStats `json:"clients,omitempty"`
 	// ItemsLost counts the keys whose only holder crashed (no replication yet).
 	ItemsLost int `json:"items_lost"`
 	// RangesTakenOver counts the ranges nodes took over from successors they declared dead. In
@@ -222,6 +228,8 @@ func (p BalanceParams) Validate() error {
 		return fmt.Errorf("--pause must be a fraction in [0,1), and with --crash less than 1 (got %v and %v)", p.PauseFraction, p.CrashFraction)
 	case p.PauseFraction > 0 && p.PauseFor <= 0:
 		return fmt.Errorf("--pause-for must be positive with --pause (got %v)", p.PauseFor)
+	case !(p.Clients >= 0) || math.IsInf(p.Clients, 1):
+		return fmt.Errorf("--clients must be a rate of 0 or more operations per second (got %v)", p.Clients)
 	}
 	for _, t := range p.Thresholds {
 		if !(t > 0) || math.IsInf(t, 1) {
@@ -387,6 +395,18 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 		}
 		return p.Workload.Next(rng, now)
 	}
+	var clients *checkedClients
+	var nextClient float64
+	var clientArrivals *workload.Arrivals
+	if p.Clients > 0 {
+		clients = newCheckedClients(h, keys, p.Seed)
+		clients.faulted = p.Net.Loss > 0 // a live node taken for dead answers LOST a moment
+		if clientArrivals, err = workload.NewArrivals(p.Clients); err != nil {
+			return nil, err
+		}
+		nextClient = clientArrivals.Next(clients.rng)
+		res.Clients = &clients.stats
+	}
 	var direct *directReads
 	if p.Queries == QueriesDirect {
 		bc := p.Net.Node.Balance
@@ -474,6 +494,10 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 				res.Crashed++
 			}
 		}
+		if clients != nil {
+			clients.crashes++
+			clients.faulted = true
+		}
 		if direct != nil {
 			direct.forget(h.Lost)
 		}
@@ -510,6 +534,10 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 				nw.At(at, func() { issue(qt) })
 			}
 			nextQuery += arrivals.Next(rng)
+		}
+		for clients != nil && nextClient < sec+1 {
+			nw.At(t0+time.Duration(nextClient*float64(time.Second)), clients.issue)
+			nextClient += clientArrivals.Next(clients.rng)
 		}
 		nw.RunUntil(t0 + t + time.Second)
 		now := t + time.Second
@@ -561,6 +589,9 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 				if nw.Pause(id) == nil {
 					res.Paused++
 				}
+			}
+			if clients != nil && len(paused) > 0 {
+				clients.faulted = true
 			}
 		}
 		if len(paused) > 0 && now >= p.Warmup+p.CrashAfter+p.PauseFor {
@@ -639,7 +670,13 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 	quiet := nw.Now()
 	h.settle(endSettleLimit, func(int) {})
 	res.SettleTime = (nw.Now() - quiet).Seconds()
+	if clients != nil {
+		clients.settleUncertain()
+	}
 	res.Check = h.checkBalanced()
+	if clients != nil && clients.stats.Violations > 0 {
+		res.Check = fmt.Sprintf("%s; clients: %d answers the acknowledged writes forbid", res.Check, clients.stats.Violations)
+	}
 	res.ItemsLost = len(h.Lost)
 	for _, s := range nw.order {
 		res.RangesTakenOver += s.node.Stats.RangesLost

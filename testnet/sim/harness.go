@@ -70,6 +70,16 @@ func (h *Harness) Do(at overlay.NodeID, start func(n *node.Node) uint64, done fu
 	h.waiting[waitKey{at, id}] = done
 }
 
+// write puts v to k through node at, or deletes k when del, and hands the answer to done.
+func (h *Harness) write(at overlay.NodeID, k overlay.Key, v string, del bool, done func(overlay.Result)) {
+	h.Do(at, func(nd *node.Node) uint64 {
+		if del {
+			return nd.Delete(k)
+		}
+		return nd.Put(k, []byte(v))
+	}, done)
+}
+
 // Pending returns the number of requests not answered yet.
 func (h *Harness) Pending() int { return len(h.waiting) }
 

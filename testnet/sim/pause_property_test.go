@@ -9,7 +9,6 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/skiprange/skiprange/node"
 	"github.com/skiprange/skiprange/overlay"
 	"github.com/skiprange/skiprange/overlay/pb"
 )
@@ -118,16 +117,6 @@ func (p *propertyNet) writesDuring(t *rapid.T, paused []overlay.NodeID) {
 			p.h.recordWrite(k, v, del, r)
 		})
 	}
-}
-
-// write puts v to k through node at, or deletes k when del, and hands the answer to done.
-func (h *Harness) write(at overlay.NodeID, k overlay.Key, v string, del bool, done func(overlay.Result)) {
-	h.Do(at, func(nd *node.Node) uint64 {
-		if del {
-			return nd.Delete(k)
-		}
-		return nd.Put(k, []byte(v))
-	}, done)
 }
 
 // recordWrite takes the answer r to a put of v to k (a delete when del) into the reference. A
