@@ -210,8 +210,13 @@ func (n *Node) readmit(x overlay.Peer, ours bool, xWrittenBefore time.Time, why 
 			n.sendCopiesWhole(piece, holes)
 		}
 	}
-	n.pushCopies(overwrite, false, 0, "", "re-admission", whole)
-	n.pushCopies(keep, true, 0, "", "re-admission", whole)
+	// Sent to x itself, not routed: x owns the whole piece now, and on a link that keeps the
+	// order of messages every batch reaches it before the pong that names it this node's
+	// successor, which confirms it if it waits (checkConfirmed). Routed, a batch once went
+	// round by other nodes and came six seconds after that pong, x meanwhile serving its
+	// older values (the checked clients of skipsim balance --pause found it).
+	n.pushCopies(overwrite, false, 0, x.ID, "re-admission", whole)
+	n.pushCopies(keep, true, 0, x.ID, "re-admission", whole)
 }
 
 // pushCopies writes items this node holds but may not own to their owners, in batches, and
@@ -219,7 +224,8 @@ func (n *Node) readmit(x overlay.Peer, ours bool, xWrittenBefore time.Time, why 
 // may be soon (a piece coming in: found with the answer overtaken by the piece's chunks). A
 // batch that fails leaves its copies here: those in the range a later handoff or re-admission can
 // still find, the others the tick writes out again (strays). With keepExisting the owners' own
-// values stand. A node outside the ring sends them through via, a live node. stored, if not nil,
+// values stand. A node outside the ring sends them through via, a live node; so does a node
+// whose items belong first to via, to reach it before anything it sends via later. stored, if not nil,
 // runs once every batch is stored (at once when there are none).
 func (n *Node) pushCopies(items []overlay.Item, keepExisting bool, copiesOf uint64, via overlay.NodeID, why string, stored func()) {
 	for _, it := range items {

@@ -110,8 +110,24 @@ func (n *Node) putBatch(items []overlay.Item, copies, keepExisting bool, copiesO
 			return id
 		}
 	}
+	// In clockwise order from `from`: a client's batch from the smallest key, copies from their
+	// first item — the start of the range they were read from (pushCopies) — so that copies of a
+	// piece that wraps the seam go out in pieces that each cover consecutive owners from its
+	// start on. Sorted by key, the keys just past the seam came first, and the piece that
+	// joined them to those at the range's start was routed to the far side of the seam and
+	// walked the whole ring back, reaching the node that waited for them last (the checked
+	// clients of skipsim balance --pause found it).
+	from := overlay.MinKey
+	if copies {
+		from = items[0].Key
+	}
 	sorted := append([]overlay.Item(nil), items...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Key < sorted[j].Key })
+	sort.Slice(sorted, func(i, j int) bool {
+		if a, b := sorted[i].Key >= from, sorted[j].Key >= from; a != b {
+			return a
+		}
+		return sorted[i].Key < sorted[j].Key
+	})
 	req.key = sorted[0].Key
 	if !copies {
 		req.issued = n.newStamp(0)
@@ -528,7 +544,13 @@ func (n *Node) onBatchPut(b *pb.BatchPut) {
 			ReqId: b.ReqId, Status: st, Stored: b.Stored, Hops: b.Route.Hops,
 		}}})
 	}
-	if !n.route(&pb.Envelope{Body: &pb.Envelope_BatchPut{BatchPut: b}}, b.Route, drop) {
+	// Copies reach a node that waits for its neighbours' word at once, not held with the other
+	// requests: they are what it waits for (a re-admission's writes), and stand only where
+	// stamped later than what it holds, so taking them serves nothing stale. Held, they reached
+	// it, or the node past it they were for, only after the node was confirmed, which then
+	// served its older values meanwhile (the checked clients of skipsim balance --pause).
+	copiesHere := b.Copies && n.unconfirmed() && n.Owns() && n.Range().Contains(overlay.Key(b.Route.Key))
+	if !copiesHere && !n.route(&pb.Envelope{Body: &pb.Envelope_BatchPut{BatchPut: b}}, b.Route, drop) {
 		return
 	}
 	mine, rest := n.Range(), b.Items[:0]

@@ -908,8 +908,12 @@ func (n *Node) linksFailed(id overlay.NodeID, keep uint64) {
 			// never re-admitted, after a partition): the range shrinks to it, nothing is lost,
 			// and the copies beyond its new end go to their owners, leaving what those hold.
 			// Kept, they stayed here outside the range, the only copies (a random case of
-			// TestPartitionProperties).
-			n.writeOutCopies(overlay.Range{Start: n.end(), End: oldEnd}, "", handoffCopies{}, "range shrunk to a live node inside it")
+			// TestPartitionProperties). They go to that node itself, first of their owners: on
+			// a link that keeps the order of messages they reach it before the pong that names
+			// it this node's successor, which confirms it if it waits. Routed, they came seconds
+			// after, the node meanwhile serving its older values where this one had taken writes
+			// (the checked clients of skipsim balance --pause).
+			n.writeOutCopies(overlay.Range{Start: n.end(), End: oldEnd}, next.ID, handoffCopies{}, "range shrunk to a live node inside it")
 		default:
 			lost := overlay.Range{Start: oldEnd, End: n.end()}
 			items := 0

@@ -1427,3 +1427,37 @@ func TestLostChunkIsSentAgain(t *testing.T) {
 		t.Fatalf("b holds %d items, a aborted %d handoffs", b.Store().Len(), a.Stats.Aborts)
 	}
 }
+
+// TestCopiesGoOutClockwiseFromTheirStart: copies read from a range that wraps the seam go out in
+// pieces in clockwise order from the range's start, the first piece to the owner there. Sorted by
+// key, the piece past the seam went first, and the piece that joined the keys at the seam's near
+// side to those just past it was routed to the far side and walked the ring back.
+func TestCopiesGoOutClockwiseFromTheirStart(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	var items []overlay.Item // keys the nodes do not hold (they hold every hundredth)
+	for i := 3501; i < 4000; i++ {
+		if i%100 != 0 {
+			items = append(items, overlay.Item{Key: k(i), Value: []byte("copy")})
+		}
+	}
+	for i := 1; i < 100; i++ {
+		items = append(items, overlay.Item{Key: k(i), Value: []byte("copy")})
+	}
+	b := nw.nodes["b"]
+	sent := len(nw.envs["b"].outbox)
+	var res overlay.Result
+	b.putBatch(items, true, true, 0, "d", func(r overlay.Result) { res = r })
+	first := nw.envs["b"].outbox[sent].m.GetBatchPut()
+	if first == nil || overlay.Key(first.Route.Key) != k(3501) || overlay.Key(first.Items[len(first.Items)-1].Key) < k(3501) {
+		t.Fatalf("the first piece sent: %v, want the keys from 3501 on", first)
+	}
+	nw.run()
+	if res.Status != pb.Status_STATUS_OK || res.Stored != len(items) {
+		t.Fatalf("the copies: %s, %d of %d stored", res.Status, res.Stored, len(items))
+	}
+	for _, it := range items {
+		if got, ok, _ := nw.owner(it.Key).store.Get(it.Key); !ok || string(got.Value) != "copy" {
+			t.Fatalf("%x not at its owner", it.Key)
+		}
+	}
+}
