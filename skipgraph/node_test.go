@@ -1433,7 +1433,7 @@ func TestLostChunkIsSentAgain(t *testing.T) {
 // key, the piece past the seam went first, and the piece that joined the keys at the seam's near
 // side to those just past it was routed to the far side and walked the ring back.
 func TestCopiesGoOutClockwiseFromTheirStart(t *testing.T) {
-	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	nw := fiveNodes(t)       // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
 	var items []overlay.Item // keys the nodes do not hold (they hold every hundredth)
 	for i := 3501; i < 4000; i++ {
 		if i%100 != 0 {
