@@ -652,6 +652,10 @@ func invalidCases(n *Node, from *pb.NodeRef) []invalidCase {
 			m.Body = &pb.Envelope_Pong{Pong: b}
 		case *pb.CopiesWhole:
 			m.Body = &pb.Envelope_CopiesWhole{CopiesWhole: b}
+		case *pb.LookupReply:
+			m.Body = &pb.Envelope_LookupReply{LookupReply: b}
+		case *pb.BatchPutReply:
+			m.Body = &pb.Envelope_BatchPutReply{BatchPutReply: b}
 		default:
 			panic(fmt.Sprintf("no envelope for %T", body))
 		}
@@ -689,6 +693,11 @@ func invalidCases(n *Node, from *pb.NodeRef) []invalidCase {
 		{"batch nil item", env(&pb.BatchPut{ReqId: 1, Origin: from, Route: route(), Items: []*pb.Item{nil}})},
 		{"batch deleted key over the limit", env(&pb.BatchPut{ReqId: 1, Origin: from, Route: route(), Deletes: [][]byte{longKey}})},
 		{"batch stamp far ahead", env(&pb.BatchPut{ReqId: 1, Origin: from, Route: route(), Copies: true, Items: []*pb.Item{{Key: []byte(k(1)), Written: farAhead}}})},
+		{"lookup issue stamp far ahead", env(&pb.Lookup{ReqId: 1, Origin: from, Route: route(), Op: pb.Op_OP_PUT, Issued: farAhead})},
+		{"batch issue stamp far ahead", env(&pb.BatchPut{ReqId: 1, Origin: from, Route: route(), Items: []*pb.Item{{Key: []byte(k(1))}}, Issued: farAhead})},
+		{"batch of copies with an issue stamp", env(&pb.BatchPut{ReqId: 1, Origin: from, Route: route(), Copies: true, Items: []*pb.Item{{Key: []byte(k(1))}}, Issued: 1})},
+		{"lookup reply superseded far ahead", env(&pb.LookupReply{ReqId: 1, Superseded: farAhead})},
+		{"batch reply superseded far ahead", env(&pb.BatchPutReply{ReqId: 1, Superseded: farAhead})},
 		{"batch delete stamp far ahead", env(&pb.BatchPut{ReqId: 1, Origin: from, Route: route(), Copies: true, Deletes: [][]byte{[]byte(k(1))}, DeletesWritten: []uint64{farAhead}})},
 		{"batch with more delete stamps than deletes", env(&pb.BatchPut{ReqId: 1, Origin: from, Route: route(), Copies: true, Deletes: [][]byte{[]byte(k(1))}, DeletesWritten: []uint64{1, 2}})},
 		{"batch keeping what owners hold, not of copies", env(&pb.BatchPut{ReqId: 1, Origin: from, Route: route(), KeepExisting: true, Items: []*pb.Item{{Key: []byte(k(1))}}})},

@@ -36,6 +36,9 @@ func (n *Node) validate(m *pb.Envelope) error {
 		if len(b.Lookup.Value) > n.cfg.MaxValueLen {
 			return fmt.Errorf("value of %d bytes over the limit", len(b.Lookup.Value))
 		}
+		if err := n.checkStamps([]uint64{b.Lookup.Issued}); err != nil {
+			return err
+		}
 		return n.checkRef(b.Lookup.Origin)
 	case *pb.Envelope_RangeQuery:
 		q := b.RangeQuery
@@ -72,6 +75,12 @@ func (n *Node) validate(m *pb.Envelope) error {
 		}
 		if err := n.checkStamps(b.BatchPut.DeletesWritten); err != nil {
 			return err
+		}
+		if err := n.checkStamps([]uint64{b.BatchPut.Issued, b.BatchPut.Superseded}); err != nil {
+			return err
+		}
+		if b.BatchPut.Copies && b.BatchPut.Issued != 0 {
+			return errors.New("an issue stamp on a batch of copies (they keep their own stamps)")
 		}
 		if !b.BatchPut.Copies && (b.BatchPut.KeepExisting || b.BatchPut.CopiesOfXfer != 0) {
 			return errors.New("keep_existing or copies_of_xfer on a batch that is not of copies")
@@ -181,6 +190,11 @@ func (n *Node) validate(m *pb.Envelope) error {
 				return err
 			}
 		}
+	case *pb.Envelope_LookupReply:
+		// The origin issues a superseded write again past the stamp named (reissue).
+		return n.checkStamps([]uint64{b.LookupReply.Superseded})
+	case *pb.Envelope_BatchPutReply:
+		return n.checkStamps([]uint64{b.BatchPutReply.Superseded})
 	case *pb.Envelope_Ping:
 		if b.Ping.Level >= overlay.MaxLevel {
 			return fmt.Errorf("ping level %d out of range", b.Ping.Level)
