@@ -187,6 +187,13 @@ func (n *Node) readmit(x overlay.Peer, ours bool, xWrittenBefore time.Time, why 
 			keep = append(keep, del)
 		}
 	}
+	// Clockwise from the piece's start, the tombstones among the items: the batches cut from
+	// the lists go to their owners in that order (putBatch), the first to x. Left after the
+	// items, deletes of keys before the first item went out last, as if past the seam, on a
+	// walk round the ring, and a key x served meanwhile stayed undeleted (skipsim balance
+	// --pause 0.1 --pause-for 120s --clients 50 --seed 9).
+	sortClockwise(overwrite, piece.Start)
+	sortClockwise(keep, piece.Start)
 	if old := n.levels[0].succ; old.ID != n.self.ID {
 		// x gets everything up to this node's successor as it is now; its own view of that
 		// successor may be older (a restored snapshot), with a lower start, which would leave

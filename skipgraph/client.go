@@ -110,24 +110,19 @@ func (n *Node) putBatch(items []overlay.Item, copies, keepExisting bool, copiesO
 			return id
 		}
 	}
-	// In clockwise order from `from`: a client's batch from the smallest key, copies from their
-	// first item — the start of the range they were read from (pushCopies) — so that copies of a
-	// piece that wraps the seam go out in pieces that each cover consecutive owners from its
-	// start on. Sorted by key, the keys just past the seam came first, and the piece that
-	// joined them to those at the range's start was routed to the far side of the seam and
-	// walked the whole ring back, reaching the node that waited for them last (the checked
-	// clients of skipsim balance --pause found it).
+	// In clockwise order: a client's batch from the smallest key, copies from their first item,
+	// which their writer puts first (pushCopies: they come in clockwise order from the start of
+	// the range they were read from), so that copies of a piece that wraps the seam go out in
+	// pieces that each cover consecutive owners from its start on. Sorted by key, the keys just
+	// past the seam came first, and the piece that joined them to those at the range's start
+	// was routed to the far side of the seam and walked the whole ring back, reaching the node
+	// that waited for them last (the checked clients of skipsim balance --pause found it).
 	from := overlay.MinKey
 	if copies {
 		from = items[0].Key
 	}
 	sorted := append([]overlay.Item(nil), items...)
-	sort.Slice(sorted, func(i, j int) bool {
-		if a, b := sorted[i].Key >= from, sorted[j].Key >= from; a != b {
-			return a
-		}
-		return sorted[i].Key < sorted[j].Key
-	})
+	sortClockwise(sorted, from)
 	req.key = sorted[0].Key
 	if !copies {
 		req.issued = n.newStamp(0)
@@ -138,6 +133,17 @@ func (n *Node) putBatch(items []overlay.Item, copies, keepExisting bool, copiesO
 		n.sendBatch(req, sorted)
 	}
 	return id
+}
+
+// sortClockwise sorts items by key in clockwise order from `from`: the keys at or after it
+// first, then those past the seam.
+func sortClockwise(items []overlay.Item, from overlay.Key) {
+	sort.Slice(items, func(i, j int) bool {
+		if a, b := items[i].Key >= from, items[j].Key >= from; a != b {
+			return a
+		}
+		return items[i].Key < items[j].Key
+	})
 }
 
 // sendBatch starts req as the write of sorted, checked items.
