@@ -22,7 +22,8 @@ import (
 //   - reads of the key answer "not found" rather than STATUS_LOST;
 //   - a write that leaves what the owner holds does not bring the key back;
 //   - a re-admission sends the deletes with its items — all of them where the taker's claim
-//     wins, else those made since the returning node's store last took a value (claim.go) — so
+//     wins, else those made since the returning node's store last took a value (claim.go), its
+//     recent deletes of keys it does not hold too (a piece it adopted had no lost mark) — so
 //     that the returning node drops its copies of those keys, and keeps them as tombstones of
 //     its own (a receiver that acknowledged a piece from it before it stood still may write its
 //     copies out to it later);

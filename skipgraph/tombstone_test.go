@@ -776,3 +776,38 @@ func TestReadmissionDeletesGoFirst(t *testing.T) {
 	}
 	nw.checkAfterReturn(t, want)
 }
+
+// TestDeleteInAnAdoptedPieceOutlivesTheGiversReturn: b stands still in the middle of a NIX of
+// [1000, 1500) to a, the piece acknowledged by a; a takes b's range over and keeps the piece
+// (its items are all there: no lost mark, so a delete there leaves no tombstone); key 1200 is
+// deleted. When b comes back, its NIX given up, a re-admits it, and the delete, which a
+// remembers only among its recent deletes, must go with the re-admission, or b's older copy of
+// the key stands again (skipsim balance --pause 0.1 --pause-for 120s --clients 50 --seed 9).
+func TestDeleteInAnAdoptedPieceOutlivesTheGiversReturn(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	want := initialValues()
+	a, b := nw.nodes["a"], nw.nodes["b"]
+	var done nixDone
+	if err := b.GiveNIX(false, k(1500), pb.Cause_CAUSE_BALANCE, done.fn()); err != nil {
+		t.Fatal(err)
+	}
+	for a.in == nil || !a.in.acked {
+		if !nw.step() {
+			t.Fatal("b's NIX to a stopped before a acknowledged it")
+		}
+	}
+	nw.pause("b")
+	nw.advance(2 * time.Minute)
+	if !a.Responsible(k(1200)) || slices.ContainsFunc(a.LostRanges(), func(r overlay.Range) bool { return r.Contains(k(1200)) }) {
+		t.Fatalf("a owns %s, lost %v: want b's range taken over with the piece kept", a.Range(), a.LostRanges())
+	}
+	nw.deleteAll(t, want, "d", 1200, 1201)
+	if a.tombs.has(k(1200)) {
+		t.Fatal("a keeps a tombstone of 1200: the test does not test the recent deletes")
+	}
+	nw.resume("b")
+	nw.advance(3 * time.Minute)
+	nw.checkRing()
+	nw.checkDeleted(t, 1200, 1201)
+	nw.checkAllValues(t, want)
+}
