@@ -175,13 +175,14 @@ func (c *checkedClients) violate(format string, args ...any) {
 	}
 }
 
-// settleUncertain decides, once the run is quiet, what each key whose write failed must hold:
-// what its owner holds, if the acknowledged write or the uncertain one left it so (or a crash
-// took it), anything else being a violation; the run's item check then covers the key too.
+// settleUncertain decides, once the run is quiet, what each key whose write failed must hold —
+// or whose write was never answered: its origin crashed with the request — what its owner
+// holds, if the acknowledged write or the uncertain one left it so (or a crash took it),
+// anything else being a violation; the run's item check then covers the key too.
 func (c *checkedClients) settleUncertain() {
 	for i := range c.model {
 		m, k := &c.model[i], c.keys[i]
-		if !m.uncertain {
+		if !m.uncertain && !m.writing {
 			continue
 		}
 		var held string
