@@ -418,12 +418,13 @@ func (n *Node) onLookup(e *pb.Envelope, m *pb.Lookup) {
 			n.debug("read answered not found", func() []zap.Field { return n.keyFields(key) })
 		}
 	case pb.Op_OP_PUT, pb.Op_OP_DELETE:
-		if held, ok := n.superseded(key, m.Issued); ok {
-			reply.Superseded = held
+		written, by := n.stampClientWrite(key, m.Issued)
+		if by != 0 {
+			reply.Superseded = by
 			break
 		}
 		if m.Op == pb.Op_OP_DELETE {
-			del := overlay.Item{Key: key, Deleted: true, Written: n.stampWrite(key)}
+			del := overlay.Item{Key: key, Deleted: true, Written: written}
 			if err = n.store.Delete(key); err == nil {
 				n.deleted(key, del.Written)
 				n.forwardWrite(del)
@@ -431,7 +432,7 @@ func (n *Node) onLookup(e *pb.Envelope, m *pb.Lookup) {
 			}
 			break
 		}
-		it := overlay.Item{Key: key, Value: m.Value, Written: n.stampWrite(key)}
+		it := overlay.Item{Key: key, Value: m.Value, Written: written}
 		if err = n.store.Put(it); err == nil {
 			n.written(key)
 			n.forwardWrite(it)
@@ -574,9 +575,10 @@ func (n *Node) onBatchPut(b *pb.BatchPut) {
 		switch {
 		case !mine.Contains(key):
 			restDeletes, restWritten = append(restDeletes, k), append(restWritten, written)
-		case n.batchSuperseded(b, key):
 		case !b.Copies:
-			deletes = append(deletes, overlay.Item{Key: key, Deleted: true, Written: n.stampWrite(key)})
+			if w, ok := n.stampBatchWrite(b, key); ok {
+				deletes = append(deletes, overlay.Item{Key: key, Deleted: true, Written: w})
+			}
 		case n.copyStands(key, written, b.KeepExisting):
 			deletes = append(deletes, overlay.Item{Key: key, Deleted: true, Written: written})
 		default:
@@ -591,9 +593,10 @@ func (n *Node) onBatchPut(b *pb.BatchPut) {
 			rest = append(rest, it)
 		case stale:
 			b.Stored++ // handled: a copy older than what this node holds of the piece
-		case n.batchSuperseded(b, key):
 		case !b.Copies:
-			local = append(local, overlay.Item{Key: key, Value: it.Value, Written: n.stampWrite(key)})
+			if w, ok := n.stampBatchWrite(b, key); ok {
+				local = append(local, overlay.Item{Key: key, Value: it.Value, Written: w})
+			}
 		case !n.copyStands(key, it.Written, b.KeepExisting):
 			b.Stored++ // handled: the value or the delete here stands, written as late or later
 			n.Stats.CopiesOlder++
@@ -656,15 +659,17 @@ func (n *Node) onBatchPut(b *pb.BatchPut) {
 	n.onBatchPut(b)
 }
 
-// batchSuperseded reports whether the write of key in client batch b is superseded here
-// (stamp.go); it is then handled, counted stored, and b names the stamp that superseded it.
-func (n *Node) batchSuperseded(b *pb.BatchPut, key overlay.Key) bool {
-	held, ok := n.superseded(key, b.Issued)
-	if ok {
+// stampBatchWrite stamps the write of key in client batch b (stampClientWrite), or reports it
+// superseded (false): it is then handled, counted stored, and b names the stamp that
+// superseded it.
+func (n *Node) stampBatchWrite(b *pb.BatchPut, key overlay.Key) (uint64, bool) {
+	written, by := n.stampClientWrite(key, b.Issued)
+	if by != 0 {
 		b.Stored++
-		b.Superseded = max(b.Superseded, held)
+		b.Superseded = max(b.Superseded, by)
+		return 0, false
 	}
-	return ok
+	return written, true
 }
 
 func (n *Node) onBatchPutReply(r *pb.BatchPutReply) {

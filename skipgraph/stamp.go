@@ -21,10 +21,6 @@ import (
 // wins, as in Cassandra): clocks that disagree by more than the time between two such writes
 // may keep the earlier one. Copies of unknown age carry 0 and lose to any stamped write.
 
-// stampWrite returns the stamp of a new write of key here: later than what this node holds of
-// the key (heldStamp) and than every stamp issued or seen here, and not earlier than the clock.
-func (n *Node) stampWrite(key overlay.Key) uint64 { return n.newStamp(n.heldStamp(key) + 1) }
-
 // newStamp returns a stamp at least atLeast, later than every stamp issued or seen here, and
 // not earlier than the clock.
 func (n *Node) newStamp(atLeast uint64) uint64 {
@@ -49,18 +45,20 @@ func (n *Node) newStamp(atLeast uint64) uint64 {
 // still applied (a key deleted more than recentDeleteFor ago, or never written); and clocks
 // that disagree by more than a request's time-out can still let a late attempt through.
 
-// superseded reports whether a client write of key issued at issued (0: not stamped) must not
-// be applied here, and the stamp that supersedes it; it raises the stamp clock past issued.
-func (n *Node) superseded(key overlay.Key, issued uint64) (uint64, bool) {
-	if issued == 0 {
-		return 0, false
+// stampClientWrite returns the stamp of a client's write of key here, issued at issued (0: not
+// stamped): later than what this node holds of the key (heldStamp) and than every stamp issued
+// or seen here, and not earlier than the clock. When what it holds is stamped at or after
+// issued, the write is superseded: it returns 0 and that stamp.
+func (n *Node) stampClientWrite(key overlay.Key, issued uint64) (written, supersededBy uint64) {
+	held := n.heldStamp(key)
+	if issued != 0 {
+		n.observeStamp(issued)
+		if held >= issued {
+			n.Stats.Superseded++
+			return 0, held
+		}
 	}
-	n.observeStamp(issued)
-	if held := n.heldStamp(key); held >= issued {
-		n.Stats.Superseded++
-		return held, true
-	}
-	return 0, false
+	return n.newStamp(held + 1), 0
 }
 
 // observeStamp raises the stamp clock past a stamp that arrived with a copy.
