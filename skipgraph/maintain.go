@@ -1011,10 +1011,15 @@ func (n *Node) rangeLost(lost overlay.Range, dead overlay.NodeID, items int) {
 // taken while x names another predecessor (a live one is re-admitted as an intruder; a dead
 // one, not yet found dead by x, once x drops it), nor while the two exchange a piece, nor from
 // an answer older than x's descriptor here: sent before a handoff between the two moved x's
-// start, it would claim x's new part.
+// start, it would claim x's new part. Nor while this node waits to be confirmed: it stood still
+// (a pause), and the live ring took its successor's old range over meanwhile — the successor
+// moved up by a migration, not by a death. Taken over, the part was a second claim beside the
+// live holder's, whose re-admission copies went to one claimant while its word that the piece
+// was whole dropped the other's lost marks, and that one answered "not found" for values the
+// first held (skipsim balance --pause 0.1 --clients 20, small runs: TestPausesWithCheckedClients).
 func (n *Node) succMovedUp(x, pred overlay.Peer) {
 	s := n.levels[0].succ
-	if x.Version <= s.Version || x.Start == s.Start || !(pred.IsZero() || pred.ID == n.self.ID) ||
+	if n.unconfirmed() || x.Version <= s.Version || x.Start == s.Start || !(pred.IsZero() || pred.ID == n.self.ID) ||
 		n.in != nil && n.in.from.ID == x.ID || n.out != nil && n.out.to.ID == x.ID ||
 		!overlay.StrictlyBetween(s.Start, x.Start, n.self.Start) {
 		return
@@ -1922,7 +1927,11 @@ func (n *Node) onNeighborUpdate(from overlay.Peer, u *pb.NeighborUpdate) {
 		// that one's old range again and gave half of it to the next joiner (a random case of
 		// TestOverlayProperties; TestUpdateNamingAFormerIncarnationRefused).
 		if node.Incarnation == cur.Incarnation && node.Version >= cur.Version {
+			oldEnd := n.end()
 			*cur = node
+			if l == 0 && u.Side == pb.Side_SIDE_SUCC {
+				n.endMovedUpByWord(oldEnd)
+			}
 		}
 		return
 	case l == 0 && u.Side == pb.Side_SIDE_SUCC && node.Start == n.end() && node.ID != n.self.ID:
@@ -1985,6 +1994,26 @@ func (n *Node) onNeighborUpdate(from overlay.Peer, u *pb.NeighborUpdate) {
 	if l == 0 && u.Side == pb.Side_SIDE_PRED {
 		n.askTakerOfGiver(was, node)
 	}
+}
+
+// endMovedUpByWord marks lost what a neighbour's word added to this node's range past oldEnd,
+// its end before: its successor's start moved up, and this node holds nothing of the part in
+// between. The word comes from a node that re-admitted this one (readmit: its copies of the part
+// follow, and its CopiesWhole drops the marks but where it had lost the items itself) or from a
+// stale view; either way, unmarked, a read of a key there answered "not found" for a value the
+// items' holder had: a node that re-admitted this one while it waited to be confirmed gave it
+// the ranges of two other waiting nodes, which held their items (skipsim balance --pause 0.1
+// --clients: TestPausesWithCheckedClients).
+func (n *Node) endMovedUpByWord(oldEnd overlay.Key) {
+	end := n.end()
+	if end == oldEnd || !n.Range().Contains(oldEnd) {
+		return
+	}
+	part := overlay.Range{Start: oldEnd, End: end}
+	n.lost.add(part, n.env.Now())
+	n.debug("end moved up by a neighbour's word; the part marked lost until its copies are whole", func() []zap.Field {
+		return []zap.Field{zap.Stringer("part", part)}
+	})
 }
 
 // SuccessorItems reports how many items the level-0 successor said it stores in its last answer

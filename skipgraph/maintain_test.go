@@ -1303,3 +1303,21 @@ func TestStaleSuccessorBehindFoundInFewSteps(t *testing.T) {
 	nw.checkRing()
 	nw.checkLevels()
 }
+
+// TestEndMovedUpByAWordMarkedLost: b tells a that a's successor c now starts further up (as a
+// node that re-admitted a tells it where the piece it gives ends). a holds nothing of the part
+// between until copies come: its keys answer LOST, not "not found" — a re-admitted node read
+// "not found" there for values other waiting nodes held (skipsim balance --pause 0.1 --clients
+// 20, small runs).
+func TestEndMovedUpByAWordMarkedLost(t *testing.T) {
+	nw := fourNodes(t) // a ["",1000) b [1000,2000) c [2000,3000) d [3000,"")
+	b, c := nw.nodes["b"], nw.nodes["c"]
+	moved := c.Self().WithStart(k(2500), c.Self().Version+1)
+	b.onNeighborUpdate(nw.nodes["a"].Self(), &pb.NeighborUpdate{Level: 0, Side: pb.Side_SIDE_SUCC, Node: moved.ToPB(), Expect: []byte("c")})
+	if got, want := b.Range(), (overlay.Range{Start: k(1000), End: k(2500)}); got != want {
+		t.Fatalf("b owns %s, want %s", got, want)
+	}
+	if got := b.LostRanges(); len(got) != 1 || got[0] != (overlay.Range{Start: k(2000), End: k(2500)}) {
+		t.Fatalf("b's lost parts are %v, want [2000, 2500)", got)
+	}
+}

@@ -529,6 +529,14 @@ func (n *Node) left(receiver overlay.Peer) {
 	n.leave.handedTo = receiver
 	for l, lk := range n.levels {
 		p, s := lk.pred, lk.succ
+		if l == 0 {
+			// The successor's predecessor is the node that took the range, whatever this
+			// node's link says now: a node that linked below it during the leave (one back
+			// from a pause, taking its silent neighbours' ranges over) owns none of it, and
+			// named as the successor's predecessor it was confirmed over the receiver and
+			// served its older values (skipsim balance --pause 0.1 --clients 20, small runs).
+			p = receiver
+		}
 		if p.IsZero() || s.IsZero() {
 			continue
 		}

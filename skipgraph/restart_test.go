@@ -655,3 +655,25 @@ func TestWaitingNodeWithoutPredecessorNotConfirmed(t *testing.T) {
 		t.Fatal("c, named by its predecessor and its successor, still waits")
 	}
 }
+
+// TestWaitingNodeTakesNothingOverWhenItsSuccessorMovedUp: c, back from a pause, waits for its
+// neighbours' word; its successor d answers from a start moved up (a migration: the live ring
+// took the range between over meanwhile) and names c as its predecessor. Taken over, that part
+// was a second claim beside the live holder's (skipsim balance --pause 0.1 --clients 20, small
+// runs). c takes nothing while it waits, and the same answer extends the range of a node that
+// does not wait.
+func TestWaitingNodeTakesNothingOverWhenItsSuccessorMovedUp(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	c, d := nw.nodes["c"], nw.nodes["d"]
+	moved := d.Self().WithStart(k(3500), d.Self().Version+1)
+	c.startWait()
+	c.succMovedUp(moved, c.Self())
+	if got, want := c.Range(), (overlay.Range{Start: k(2000), End: k(3000)}); got != want || len(c.LostRanges()) != 0 {
+		t.Fatalf("waiting c owns %s, lost %v; want %s, nothing lost", got, c.LostRanges(), want)
+	}
+	c.endWait()
+	c.succMovedUp(moved, c.Self())
+	if got, want := c.Range(), (overlay.Range{Start: k(2000), End: k(3500)}); got != want || len(c.LostRanges()) != 1 {
+		t.Fatalf("confirmed c owns %s, lost %v; want %s with [3000, 3500) lost", got, c.LostRanges(), want)
+	}
+}

@@ -36,8 +36,9 @@ func (n *Node) newStamp(atLeast uint64) uint64 {
 // the key anew; arriving then, stamped by its owner as it arrives, the late attempt undid the
 // newer write (the checked clients of skipsim balance found it, paused or not). So an owner
 // applies a client write only where what it holds of the key (heldStamp: a value, a tombstone, a
-// recent delete) is stamped earlier than the write's issue stamp, and otherwise answers that the
-// write was superseded, naming its own stamp. The origin, if it still waits for the request,
+// recent delete) is stamped earlier than the write's issue stamp — and then stores it with that
+// stamp, so that where its copy meets one of a write issued later, the later stands — and
+// otherwise answers that the write was superseded, naming its own stamp. The origin, if it still waits for the request,
 // issues it again stamped past that one (reissue): the held write may be older in real time,
 // stamped ahead by a faster clock, or the request's own earlier attempt; a request the origin
 // has finished takes the answer nowhere, and the late attempt is simply not applied. What this
@@ -46,19 +47,25 @@ func (n *Node) newStamp(atLeast uint64) uint64 {
 // that disagree by more than a request's time-out can still let a late attempt through.
 
 // stampClientWrite returns the stamp of a client's write of key here, issued at issued (0: not
-// stamped): later than what this node holds of the key (heldStamp) and than every stamp issued
-// or seen here, and not earlier than the clock. When what it holds is stamped at or after
-// issued, the write is superseded: it returns 0 and that stamp.
+// stamped). A write stamped at its issue is stamped with that: later than what this node holds
+// of the key (heldStamp), or superseded — it returns 0 and the held stamp. Stamped as it arrived
+// instead (the clock here, raised past every stamp seen), a late attempt that reached a node
+// holding an older copy of the key (a node back from a pause, claiming the range beside the
+// live node that took the newer write) outranked that newer write where the two copies met,
+// and the key lost an acknowledged value for good (skipsim balance --pause 0.1 --clients 20,
+// small runs: TestPausesWithCheckedClients). A write without an issue stamp gets a new stamp
+// here, later than what this node holds and than every stamp issued or seen here.
 func (n *Node) stampClientWrite(key overlay.Key, issued uint64) (written, supersededBy uint64) {
 	held := n.heldStamp(key)
-	if issued != 0 {
-		n.observeStamp(issued)
-		if held >= issued {
-			n.Stats.Superseded++
-			return 0, held
-		}
+	if issued == 0 {
+		return n.newStamp(held + 1), 0
 	}
-	return n.newStamp(held + 1), 0
+	n.observeStamp(issued)
+	if held >= issued {
+		n.Stats.Superseded++
+		return 0, held
+	}
+	return issued, 0
 }
 
 // observeStamp raises the stamp clock past a stamp that arrived with a copy.
