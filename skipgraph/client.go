@@ -411,7 +411,7 @@ func (n *Node) onLookup(e *pb.Envelope, m *pb.Lookup) {
 			if n.obs != nil {
 				n.obs.Served(key)
 			}
-		case n.lost.contains(key) && !n.tombs.has(key):
+		case n.readsLost(key):
 			reply.Status, reply.Error = pb.Status_STATUS_LOST, "the key lies in a range whose holder failed; it may have existed"
 		default:
 			reply.Status = pb.Status_STATUS_NOT_FOUND
@@ -455,7 +455,7 @@ func (n *Node) onLookup(e *pb.Envelope, m *pb.Lookup) {
 // read answered "not found": a key's history across the nodes is then in their logs.
 func (n *Node) keyFields(key overlay.Key) []zap.Field {
 	f := []zap.Field{zap.String("key", overlay.FormatKey(key)), zap.Stringer("range", n.Range()),
-		zap.Uint64("stamp", n.heldStamp(key)), zap.Bool("marked_lost", n.lost.contains(key))}
+		zap.Uint64("stamp", n.heldStamp(key)), zap.Bool("marked_lost", n.markedLost(key))}
 	if d, ok := n.tombs.get(key); ok {
 		f = append(f, zap.Uint64("tombstone", d.written), zap.Duration("tombstone_age", n.env.Now().Sub(d.at)))
 	}
@@ -496,7 +496,7 @@ func (n *Node) onRangeQuery(e *pb.Envelope, q *pb.RangeQuery) {
 		stop, last = qEnd, true
 	}
 	q.ServedBy = append(q.ServedBy, []byte(n.self.ID))
-	if len(n.lost.within(overlay.Range{Start: cursor, End: stop})) > 0 {
+	if n.lostWithin(overlay.Range{Start: cursor, End: stop}) {
 		q.Incomplete = true
 	}
 	var more bool

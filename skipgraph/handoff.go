@@ -751,6 +751,15 @@ func (x *inXfer) addTombstone(k overlay.Key, d tombstone) {
 	x.tombs[k] = d
 }
 
+// tombsOf returns the piece's tombstone of key, if x is not nil and holds one.
+func (x *inXfer) tombsOf(key overlay.Key) (tombstone, bool) {
+	if x == nil {
+		return tombstone{}, false
+	}
+	d, ok := x.tombs[key]
+	return d, ok
+}
+
 // addRecent records a recent delete in the piece.
 func (x *inXfer) addRecent(k overlay.Key, d tombstone) {
 	if x.recent == nil {

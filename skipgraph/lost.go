@@ -148,3 +148,27 @@ func (n *Node) onCopiesWhole(c *pb.CopiesWhole) {
 		Range: overlay.Range{Start: end, End: r.End}.ToPB(), Holes: c.Holes, Hops: c.Hops + 1,
 		Route: &pb.Route{Key: []byte(end)}}}}, pb.Cause_CAUSE_REPAIR)
 }
+
+// markedLost reports whether key lies in a part of this node's range lost with a failed node:
+// one of its own lost parts, or one of a piece coming in that it serves already (acknowledged,
+// the commit on its way), whose lost parts become its own only at the commit. Unmarked there, a
+// read answered "not found" for a key the failed node may have held (skipsim balance --pause
+// 0.1 --clients 20, small runs: a leave's piece read between its acknowledgement and commit).
+func (n *Node) markedLost(key overlay.Key) bool {
+	return n.lost.contains(key) || n.in != nil && n.in.acked && n.in.lost.contains(key)
+}
+
+// readsLost reports whether a read of key, which this node does not hold, answers LOST: the key
+// is marked lost and no delete of it is known here.
+func (n *Node) readsLost(key overlay.Key) bool {
+	if !n.markedLost(key) || n.tombs.has(key) {
+		return false
+	}
+	_, deleted := n.in.tombsOf(key)
+	return !deleted
+}
+
+// lostWithin reports whether any part of r is marked lost (markedLost).
+func (n *Node) lostWithin(r overlay.Range) bool {
+	return len(n.lost.within(r)) > 0 || n.in != nil && n.in.acked && len(n.in.lost.within(r)) > 0
+}

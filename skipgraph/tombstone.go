@@ -200,7 +200,7 @@ func tombstoneFromPB(t *pb.Tombstone) (overlay.Key, tombstone) {
 func (n *Node) deleted(key overlay.Key, written uint64) {
 	n.recentDeletes.set(key, tombstone{at: n.env.Now(), written: written})
 	n.recentDeletes.evictOldest(n.cfg.MaxTombstones)
-	if n.lost.contains(key) || n.copiesMayBeOut(key) {
+	if n.markedLost(key) || n.copiesMayBeOut(key) {
 		n.tombs.set(key, tombstone{at: n.env.Now(), written: written})
 		n.evictTombstones()
 	}
