@@ -287,3 +287,54 @@ func TestLostPartOfAPieceReadLostBeforeItsCommit(t *testing.T) {
 		t.Fatalf("get 2350, never written: %v from %s, want NOT_FOUND from b", r.Status, r.Owner)
 	}
 }
+
+// TestCopiesWholeDropsMarksOnlyWhereItsCopiesCame: b took [1500, 1700) over without its items.
+// A node that re-admitted another wrote out its copies of [1500, 1700): the batch covering
+// [1500, 1600) came to b, the part [1600, 1700) to the node that owned it then, which b took
+// over later. Its CopiesWhole drops b's mark only where its copies came: dropped everywhere, a
+// read at b answered "not found" for values that other node held (skipsim balance --pause 0.1
+// --clients 20, small runs). A CopiesWhole without an origin drops every mark in its range, as
+// before origins were sent.
+func TestCopiesWholeDropsMarksOnlyWhereItsCopiesCame(t *testing.T) {
+	nw := fourNodes(t) // a ["",1000) b [1000,2000) c [2000,3000) d [3000,"")
+	b, c := nw.nodes["b"], nw.nodes["c"].selfRef
+	b.lost.add(overlay.Range{Start: k(1500), End: k(1700)}, nw.clock.now)
+	b.Handle("c", &pb.Envelope{From: c, Body: &pb.Envelope_BatchPut{BatchPut: &pb.BatchPut{
+		ReqId: 1, Origin: c, Route: &pb.Route{Key: []byte(k(1550))}, Copies: true,
+		Items:  []*pb.Item{{Key: []byte(k(1550)), Value: []byte("copy"), Written: 1}},
+		Covers: overlay.Range{Start: k(1500), End: k(1600)}.ToPB()}}})
+	whole := func(origin *pb.NodeRef) {
+		b.Handle("c", &pb.Envelope{From: c, Body: &pb.Envelope_CopiesWhole{CopiesWhole: &pb.CopiesWhole{
+			Route: &pb.Route{Key: []byte(k(1500))}, Range: overlay.Range{Start: k(1500), End: k(1700)}.ToPB(), Origin: origin}}})
+	}
+	whole(c)
+	if got, want := b.LostRanges(), []overlay.Range{{Start: k(1600), End: k(1700)}}; !slices.Equal(got, want) {
+		t.Fatalf("b's lost parts after the CopiesWhole: %v, want %v", got, want)
+	}
+	whole(nil)
+	if got := b.LostRanges(); len(got) != 0 {
+		t.Fatalf("b's lost parts after a CopiesWhole without origin: %v, want none", got)
+	}
+}
+
+// TestCutCovers: the parts a re-admission's batches account for tile the range they were read
+// from, each ending just past its batch's last key, across the seam too.
+func TestCutCovers(t *testing.T) {
+	items := func(keys ...int) []overlay.Item {
+		var out []overlay.Item
+		for _, i := range keys {
+			out = append(out, overlay.Item{Key: k(i)})
+		}
+		return out
+	}
+	after := func(i int) overlay.Key { return k(i) + "\x00" }
+	r := overlay.Range{Start: k(4000), End: k(500)}
+	got := cutCovers(r, items(4100, 4200, 4900, 100, 300), 2)
+	want := []overlay.Range{{Start: k(4000), End: after(4200)}, {Start: after(4200), End: after(100)}, {Start: after(100), End: k(500)}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("cutCovers: %v, want %v", got, want)
+	}
+	if got := cutCovers(r, items(4100), 2); !slices.Equal(got, []overlay.Range{r}) {
+		t.Fatalf("one batch covers %v, want the whole range", got)
+	}
+}

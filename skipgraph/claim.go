@@ -225,10 +225,10 @@ func (n *Node) readmit(x overlay.Peer, ours bool, xWrittenBefore time.Time, why 
 	// Once both writes are stored, the piece's items are all at x but in the parts lost here:
 	// x's own lost marks elsewhere in the piece (from take-overs while it was cut off) go, and
 	// so do this node's, should the piece be back here by then (x left at once).
-	written := 0
+	written, pushed := 0, len(overwrite)+len(keep) > 0
 	whole := func() {
 		if written++; written == 2 {
-			n.sendCopiesWhole(piece, holes)
+			n.sendCopiesWhole(piece, holes, pushed)
 		}
 	}
 	// Sent to x itself, not routed: x owns the whole piece now, and on a link that keeps the
@@ -236,8 +236,8 @@ func (n *Node) readmit(x overlay.Peer, ours bool, xWrittenBefore time.Time, why 
 	// successor, which confirms it if it waits (checkConfirmed). Routed, a batch once went
 	// round by other nodes and came six seconds after that pong, x meanwhile serving its
 	// older values (the checked clients of skipsim balance --pause found it).
-	n.pushCopies(overwrite, false, 0, x.ID, "re-admission", whole)
-	n.pushCopies(keep, true, 0, x.ID, "re-admission", whole)
+	n.pushCopies(overwrite, false, 0, x.ID, &piece, "re-admission", whole)
+	n.pushCopies(keep, true, 0, x.ID, &piece, "re-admission", whole)
 }
 
 // pushCopies writes items this node holds but may not own to their owners, in batches, and
@@ -246,9 +246,11 @@ func (n *Node) readmit(x overlay.Peer, ours bool, xWrittenBefore time.Time, why 
 // batch that fails leaves its copies here: those in the range a later handoff or re-admission can
 // still find, the others the tick writes out again (strays). With keepExisting the owners' own
 // values stand. A node outside the ring sends them through via, a live node; so does a node
-// whose items belong first to via, to reach it before anything it sends via later. stored, if not nil,
-// runs once every batch is stored (at once when there are none).
-func (n *Node) pushCopies(items []overlay.Item, keepExisting bool, copiesOf uint64, via overlay.NodeID, why string, stored func()) {
+// whose items belong first to via, to reach it before anything it sends via later. from, if
+// not nil, is the range the items were read from (in clockwise order from its start): each
+// batch says which part of it it accounts for (cutCovers, BatchPut.covers), for a CopiesWhole.
+// stored, if not nil, runs once every batch is stored (at once when there are none).
+func (n *Node) pushCopies(items []overlay.Item, keepExisting bool, copiesOf uint64, via overlay.NodeID, from *overlay.Range, why string, stored func()) {
 	for _, it := range items {
 		if !it.Deleted {
 			n.Stats.WrittenOut++
@@ -258,10 +260,18 @@ func (n *Node) pushCopies(items []overlay.Item, keepExisting bool, copiesOf uint
 	if pending == 0 && stored != nil {
 		stored()
 	}
-	for len(items) > 0 {
+	var covers []overlay.Range
+	if from != nil && len(items) > 0 {
+		covers = cutCovers(*from, items, n.cfg.MaxItemsPerMessage)
+	}
+	for i := 0; len(items) > 0; i++ {
 		batch := items[:min(len(items), n.cfg.MaxItemsPerMessage)]
 		items = items[len(batch):]
-		n.putBatch(batch, true, keepExisting, copiesOf, via, func(r overlay.Result) {
+		var batchCovers *overlay.Range
+		if covers != nil {
+			batchCovers = &covers[i]
+		}
+		n.putBatch(batch, true, keepExisting, copiesOf, via, batchCovers, func(r overlay.Result) {
 			if r.Status != pb.Status_STATUS_OK {
 				n.env.Logger().Warn(why+": items held here not delivered; copies kept",
 					zap.Int("items", len(batch)), zap.String("error", r.Err))

@@ -161,7 +161,7 @@ func TestStrayCopiesWrittenAgain(t *testing.T) {
 		_ = b.Store().Put(overlay.Item{Key: it.Key, Value: it.Value})
 	}
 	nw.drop = func(s sentMsg) bool { return s.m.GetBatchPut() != nil }
-	b.pushCopies(strays, true, 0, "", "test", nil)
+	b.pushCopies(strays, true, 0, "", nil, "test", nil)
 	nw.advance(10 * time.Minute)
 	if n, _ := b.Store().Count(overlay.Range{Start: k(2000), End: k(3000)}); n != 2 {
 		t.Fatalf("b holds %d of its copies after the failed write, want both", n)
@@ -274,7 +274,7 @@ func TestCopyWrittenOutKeptWhileItsPieceComesIn(t *testing.T) {
 		}
 		return false
 	}
-	b.pushCopies([]overlay.Item{copyAtB}, true, 0, "", "test", nil)
+	b.pushCopies([]overlay.Item{copyAtB}, true, 0, "", nil, "test", nil)
 	nw.run()
 	if len(answers) != 1 || value(t, c, 2500) != "b's, later" {
 		t.Fatalf("c holds %q of 2500 after b's write-out, %d answers held; want b's copy, one", value(t, c, 2500), len(answers))

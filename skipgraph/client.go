@@ -31,6 +31,9 @@ type request struct {
 	copies       bool
 	keepExisting bool
 	copiesOf     uint64
+	// covers, for copies of a re-admission, is the part of their range this batch accounts for
+	// (BatchPut.covers); nil for others.
+	covers *overlay.Range
 	// issued is a client write's issue stamp, carried by every attempt (stamp.go); reissues
 	// counts the times it was issued again after being superseded.
 	issued   uint64
@@ -87,15 +90,15 @@ func (n *Node) Scan(start, end overlay.Key, limitKeys int, limitBytes int) uint6
 // clockwise, each node storing its share; more than batchPiece items go as pieces at once. Bulk
 // loads use it.
 func (n *Node) PutBatch(items []overlay.Item) uint64 {
-	return n.putBatch(items, false, false, 0, "", nil)
+	return n.putBatch(items, false, false, 0, "", nil, nil)
 }
 
 // putBatch starts a batch write whose result goes to onDone, or to the runtime when nil. A
 // batch of copies keeps the items' stamps: each stands where written later than its owner's
 // copy, or, with keepExisting, strictly later; the owners of other batches stamp them anew.
-func (n *Node) putBatch(items []overlay.Item, copies, keepExisting bool, copiesOf uint64, via overlay.NodeID, onDone func(overlay.Result)) uint64 {
+func (n *Node) putBatch(items []overlay.Item, copies, keepExisting bool, copiesOf uint64, via overlay.NodeID, covers *overlay.Range, onDone func(overlay.Result)) uint64 {
 	id := n.newReqID()
-	req := &request{id: id, kind: overlay.ResultBatchPut, onDone: onDone, copies: copies, keepExisting: keepExisting, copiesOf: copiesOf, via: via}
+	req := &request{id: id, kind: overlay.ResultBatchPut, onDone: onDone, copies: copies, keepExisting: keepExisting, copiesOf: copiesOf, via: via, covers: covers}
 	if len(items) == 0 || len(items) > n.cfg.MaxItemsPerMessage {
 		n.failNow(req, pb.Status_STATUS_INVALID, fmt.Errorf("a batch holds 1 to %d items, not %d", n.cfg.MaxItemsPerMessage, len(items)))
 		return id
@@ -135,6 +138,21 @@ func (n *Node) putBatch(items []overlay.Item, copies, keepExisting bool, copiesO
 	return id
 }
 
+// cutCovers cuts r, the range that items (in clockwise order from r's start) were read from,
+// into the parts that their consecutive batches of at most size items account for: each from
+// just past the previous batch's last key (r's start, for the first) to just past its own last
+// key (r's end, for the last). Every key of r lies in exactly one part.
+func cutCovers(r overlay.Range, items []overlay.Item, size int) []overlay.Range {
+	var parts []overlay.Range
+	start := r.Start
+	for i := size; i < len(items); i += size {
+		next := overlay.Key(string(items[i-1].Key) + "\x00") // the first key after the batch's last
+		parts = append(parts, overlay.Range{Start: start, End: next})
+		start = next
+	}
+	return append(parts, overlay.Range{Start: start, End: r.End})
+}
+
 // sortClockwise sorts items by key in clockwise order from `from`: the keys at or after it
 // first, then those past the seam.
 func sortClockwise(items []overlay.Item, from overlay.Key) {
@@ -152,6 +170,9 @@ func (n *Node) sendBatch(req *request, sorted []overlay.Item) {
 		b := &pb.BatchPut{
 			ReqId: req.id, Origin: n.selfRef, Route: &pb.Route{Key: []byte(sorted[0].Key)},
 			Copies: req.copies, KeepExisting: req.keepExisting, CopiesOfXfer: req.copiesOf, Issued: req.issued,
+		}
+		if req.covers != nil {
+			b.Covers = req.covers.ToPB()
 		}
 		for _, it := range sorted {
 			written := it.Written
@@ -187,9 +208,17 @@ const batchPiece = 128
 func (n *Node) putPieces(req *request, sorted []overlay.Item) {
 	total := overlay.Result{ReqID: req.id, Kind: req.kind, Key: req.key, Status: pb.Status_STATUS_OK}
 	left := (len(sorted) + batchPiece - 1) / batchPiece
-	for len(sorted) > 0 {
+	var covers []overlay.Range
+	if req.covers != nil {
+		covers = cutCovers(*req.covers, sorted, batchPiece)
+	}
+	for i := 0; len(sorted) > 0; i++ {
 		piece := sorted[:min(len(sorted), batchPiece)]
 		sorted = sorted[len(piece):]
+		var pieceCovers *overlay.Range
+		if covers != nil {
+			pieceCovers = &covers[i]
+		}
 		done := func(r overlay.Result) {
 			total.Stored += r.Stored
 			total.Hops = max(total.Hops, r.Hops)
@@ -201,7 +230,7 @@ func (n *Node) putPieces(req *request, sorted []overlay.Item) {
 			}
 		}
 		// Checked and sorted already: each piece is a request of its own, sent as it is.
-		n.sendBatch(&request{id: n.newReqID(), kind: overlay.ResultBatchPut, key: piece[0].Key, onDone: done, copies: req.copies, keepExisting: req.keepExisting, copiesOf: req.copiesOf, via: req.via, issued: req.issued}, piece)
+		n.sendBatch(&request{id: n.newReqID(), kind: overlay.ResultBatchPut, key: piece[0].Key, onDone: done, copies: req.copies, keepExisting: req.keepExisting, copiesOf: req.copiesOf, via: req.via, issued: req.issued, covers: pieceCovers}, piece)
 	}
 }
 
@@ -611,6 +640,11 @@ func (n *Node) onBatchPut(b *pb.BatchPut) {
 	for _, d := range deletes {
 		if err == nil {
 			err = n.store.Delete(d.Key)
+		}
+	}
+	if err == nil && b.Copies && b.Covers != nil {
+		for _, part := range mine.Intersect(overlay.RangeFromPB(b.Covers)) {
+			n.covered.add(overlay.NodeID(b.Origin.GetId()), part, n.env.Now())
 		}
 	}
 	if err != nil {

@@ -965,10 +965,10 @@ func (n *Node) writeOutCopies(r overlay.Range, via overlay.NodeID, of handoffCop
 		}
 	}
 	if len(carried) > 0 {
-		n.pushCopies(carried, true, of.xfer, via, why, nil)
+		n.pushCopies(carried, true, of.xfer, via, nil, why, nil)
 	}
 	if len(others) > 0 {
-		n.pushCopies(others, true, 0, via, why, nil)
+		n.pushCopies(others, true, 0, via, nil, why, nil)
 	}
 	return len(items)
 }

@@ -268,6 +268,7 @@ func (n *Node) onTick() {
 	}
 	n.maintain.ticks++
 	n.expireTombstones()
+	n.covered.expire(n.env.Now().Add(-coveredFor))
 	n.maintain.forgetMissed(n.env.Now())
 	n.maintain.lastTick = n.env.Now()
 	if n.strays {

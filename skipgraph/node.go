@@ -71,6 +71,8 @@ type Node struct {
 	unreachable []unreachablePeer
 
 	lost lostSet // parts of the range whose items were lost with failed nodes
+	// covered are the parts of this range that re-admissions' copies came to (coveredParts).
+	covered coveredParts
 	// copiesOut are pieces another node may still hold copies of and write back here, as writes
 	// that leave what this node holds: of a handoff this node aborted, or one it received whose
 	// giver may never have heard it commit (expectCopiesBack).

@@ -696,6 +696,9 @@ func invalidCases(n *Node, from *pb.NodeRef) []invalidCase {
 		{"lookup issue stamp far ahead", env(&pb.Lookup{ReqId: 1, Origin: from, Route: route(), Op: pb.Op_OP_PUT, Issued: farAhead})},
 		{"batch issue stamp far ahead", env(&pb.BatchPut{ReqId: 1, Origin: from, Route: route(), Items: []*pb.Item{{Key: []byte(k(1))}}, Issued: farAhead})},
 		{"batch of copies with an issue stamp", env(&pb.BatchPut{ReqId: 1, Origin: from, Route: route(), Copies: true, Items: []*pb.Item{{Key: []byte(k(1))}}, Issued: 1})},
+		{"covers on a client batch", env(&pb.BatchPut{ReqId: 1, Origin: from, Route: route(), Items: []*pb.Item{{Key: []byte(k(1))}}, Covers: &pb.KeyRange{}})},
+		{"covers over the key limit", env(&pb.BatchPut{ReqId: 1, Origin: from, Route: route(), Copies: true, Items: []*pb.Item{{Key: []byte(k(1))}}, Covers: &pb.KeyRange{End: longKey}})},
+		{"copies whole with an origin without id", env(&pb.CopiesWhole{Route: route(), Range: &pb.KeyRange{}, Origin: &pb.NodeRef{}})},
 		{"lookup reply superseded far ahead", env(&pb.LookupReply{ReqId: 1, Superseded: farAhead})},
 		{"batch reply superseded far ahead", env(&pb.BatchPutReply{ReqId: 1, Superseded: farAhead})},
 		{"batch delete stamp far ahead", env(&pb.BatchPut{ReqId: 1, Origin: from, Route: route(), Copies: true, Deletes: [][]byte{[]byte(k(1))}, DeletesWritten: []uint64{farAhead}})},
@@ -1455,7 +1458,7 @@ func TestCopiesGoOutClockwiseFromTheirStart(t *testing.T) {
 	b := nw.nodes["b"]
 	sent := len(nw.envs["b"].outbox)
 	var res overlay.Result
-	b.putBatch(items, true, true, 0, "d", func(r overlay.Result) { res = r })
+	b.putBatch(items, true, true, 0, "d", nil, func(r overlay.Result) { res = r })
 	first := nw.envs["b"].outbox[sent].m.GetBatchPut()
 	if first == nil || overlay.Key(first.Route.Key) != k(3501) || overlay.Key(first.Items[len(first.Items)-1].Key) < k(3501) {
 		t.Fatalf("the first piece sent: %v, want the keys from 3501 on", first)

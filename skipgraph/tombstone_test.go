@@ -213,7 +213,7 @@ func TestBatchDeletesWalkTheirOwners(t *testing.T) {
 	}
 	a := nw.nodes["a"]
 	var res overlay.Result
-	a.putBatch(batch, false, false, 0, "", func(r overlay.Result) { res = r })
+	a.putBatch(batch, false, false, 0, "", nil, func(r overlay.Result) { res = r })
 	nw.run()
 	if res.Status != pb.Status_STATUS_OK || res.Stored != len(batch) {
 		t.Fatalf("batch of %d: %s, %d stored", len(batch), res.Status, res.Stored)
@@ -237,7 +237,7 @@ func TestReadmittedNodeKeepsTheDeletesItWasSent(t *testing.T) {
 	}
 	var res overlay.Result
 	late := []overlay.Item{{Key: k(1000), Value: []byte("older")}, {Key: k(1100), Value: []byte("older")}}
-	nw.nodes["c"].putBatch(late, true, true, 0, "", func(r overlay.Result) { res = r })
+	nw.nodes["c"].putBatch(late, true, true, 0, "", nil, func(r overlay.Result) { res = r })
 	nw.run()
 	if res.Status != pb.Status_STATUS_OK {
 		t.Fatalf("the late write-out: %s", res.Status)
@@ -360,7 +360,7 @@ func TestNeitherConfirmedOverlapTakesNewerWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 		var res overlay.Result
-		nw.nodes["c"].putBatch([]overlay.Item{{Key: k(1650), Value: []byte("older")}}, true, true, 0, "", func(r overlay.Result) { res = r })
+		nw.nodes["c"].putBatch([]overlay.Item{{Key: k(1650), Value: []byte("older")}}, true, true, 0, "", nil, func(r overlay.Result) { res = r })
 		nw.run()
 		if res.Status != pb.Status_STATUS_OK || !nw.nodes["a"].lost.contains(k(1650)) {
 			t.Fatalf("the write-out: %s; into a's lost part: %v", res.Status, nw.nodes["a"].lost.contains(k(1650)))
@@ -687,7 +687,7 @@ func TestRecentDeletesKeepOlderCopiesOut(t *testing.T) {
 				t.Helper()
 				var res overlay.Result
 				older := []overlay.Item{{Key: k(1500), Value: []byte("older"), Written: d.written - 1}}
-				nw.nodes["e"].putBatch(older, true, true, 0, "", func(r overlay.Result) { res = r })
+				nw.nodes["e"].putBatch(older, true, true, 0, "", nil, func(r overlay.Result) { res = r })
 				nw.run()
 				if res.Status != pb.Status_STATUS_OK {
 					t.Fatalf("the write of the older copy: %s", res.Status)

@@ -79,6 +79,9 @@ func (n *Node) validate(m *pb.Envelope) error {
 		if err := n.checkStamps([]uint64{b.BatchPut.Issued, b.BatchPut.Superseded}); err != nil {
 			return err
 		}
+		if c := b.BatchPut.Covers; c != nil && (!b.BatchPut.Copies || len(c.Start) > n.cfg.MaxKeyLen || len(c.End) > n.cfg.MaxKeyLen) {
+			return errors.New("covers on a batch that is not of copies, or over the key limit")
+		}
 		if b.BatchPut.Copies && b.BatchPut.Issued != 0 {
 			return errors.New("an issue stamp on a batch of copies (they keep their own stamps)")
 		}
@@ -162,6 +165,11 @@ func (n *Node) validate(m *pb.Envelope) error {
 		for _, r := range append([]*pb.KeyRange{c.Range}, c.Holes...) {
 			if r == nil || len(r.Start) > n.cfg.MaxKeyLen || len(r.End) > n.cfg.MaxKeyLen {
 				return errors.New("range missing or over the key limit")
+			}
+		}
+		if c.Origin != nil {
+			if err := n.checkRef(c.Origin); err != nil {
+				return fmt.Errorf("copies' origin: %w", err)
 			}
 		}
 	case *pb.Envelope_NeighborUpdate:

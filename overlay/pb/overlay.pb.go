@@ -1196,7 +1196,13 @@ type BatchPut struct {
 	// owner holds stamped as late is not applied (0: none).
 	Issued uint64 `protobuf:"varint,12,opt,name=issued,proto3" json:"issued,omitempty"`
 	// superseded: the latest stamp of the keys not applied for that reason so far (0: none).
-	Superseded    uint64 `protobuf:"varint,13,opt,name=superseded,proto3" json:"superseded,omitempty"`
+	Superseded uint64 `protobuf:"varint,13,opt,name=superseded,proto3" json:"superseded,omitempty"`
+	// covers (copies of a re-admission only): the part of the range the copies were read from that
+	// this batch accounts for — from just past the previous batch's last key (the range's start,
+	// for the first) to just past its own last key (the range's end, for the last). Every owner
+	// that stores part of the batch records the part of covers inside its own range, and a
+	// CopiesWhole from the same origin drops lost marks only there (skipgraph/lost.go).
+	Covers        *KeyRange `protobuf:"bytes,14,opt,name=covers,proto3" json:"covers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1320,6 +1326,13 @@ func (x *BatchPut) GetSuperseded() uint64 {
 		return x.Superseded
 	}
 	return 0
+}
+
+func (x *BatchPut) GetCovers() *KeyRange {
+	if x != nil {
+		return x.Covers
+	}
+	return nil
 }
 
 type BatchPutReply struct {
@@ -2054,11 +2067,15 @@ func (x *HandoffAbort) GetReason() string {
 // owner of the range's start (route); a node whose range ends inside range passes the rest on to
 // its level-0 successor, at most hops times more.
 type CopiesWhole struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Range         *KeyRange              `protobuf:"bytes,1,opt,name=range,proto3" json:"range,omitempty"`
-	Holes         []*KeyRange            `protobuf:"bytes,2,rep,name=holes,proto3" json:"holes,omitempty"`
-	Hops          uint32                 `protobuf:"varint,3,opt,name=hops,proto3" json:"hops,omitempty"`
-	Route         *Route                 `protobuf:"bytes,4,opt,name=route,proto3" json:"route,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Range *KeyRange              `protobuf:"bytes,1,opt,name=range,proto3" json:"range,omitempty"`
+	Holes []*KeyRange            `protobuf:"bytes,2,rep,name=holes,proto3" json:"holes,omitempty"`
+	Hops  uint32                 `protobuf:"varint,3,opt,name=hops,proto3" json:"hops,omitempty"`
+	Route *Route                 `protobuf:"bytes,4,opt,name=route,proto3" json:"route,omitempty"`
+	// origin: the node whose copies these are, when it sent them with covers (BatchPut.covers):
+	// an owner drops marks only where batches of origin's covered its range. Without it (the
+	// origin held nothing there to send), as before: everywhere in range but in holes.
+	Origin        *NodeRef `protobuf:"bytes,5,opt,name=origin,proto3" json:"origin,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2117,6 +2134,13 @@ func (x *CopiesWhole) GetHops() uint32 {
 func (x *CopiesWhole) GetRoute() *Route {
 	if x != nil {
 		return x.Route
+	}
+	return nil
+}
+
+func (x *CopiesWhole) GetOrigin() *NodeRef {
+	if x != nil {
+		return x.Origin
 	}
 	return nil
 }
@@ -4767,7 +4791,7 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x04hops\x18\a \x01(\rR\x04hops\x12\x1e\n" +
 	"\n" +
 	"incomplete\x18\b \x01(\bR\n" +
-	"incomplete\"\xc4\x03\n" +
+	"incomplete\"\xf9\x03\n" +
 	"\bBatchPut\x12\x15\n" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x122\n" +
 	"\x06origin\x18\x02 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x06origin\x12.\n" +
@@ -4784,7 +4808,8 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x06issued\x18\f \x01(\x04R\x06issued\x12\x1e\n" +
 	"\n" +
 	"superseded\x18\r \x01(\x04R\n" +
-	"superseded\"\xa5\x01\n" +
+	"superseded\x123\n" +
+	"\x06covers\x18\x0e \x01(\v2\x1b.skiprange.overlay.KeyRangeR\x06covers\"\xa5\x01\n" +
 	"\rBatchPutReply\x12\x15\n" +
 	"\x06req_id\x18\x01 \x01(\x04R\x05reqId\x121\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x19.skiprange.overlay.StatusR\x06status\x12\x16\n" +
@@ -4841,12 +4866,13 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\axfer_id\x18\x01 \x01(\x04R\x06xferId\"?\n" +
 	"\fHandoffAbort\x12\x17\n" +
 	"\axfer_id\x18\x01 \x01(\x04R\x06xferId\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xb7\x01\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xeb\x01\n" +
 	"\vCopiesWhole\x121\n" +
 	"\x05range\x18\x01 \x01(\v2\x1b.skiprange.overlay.KeyRangeR\x05range\x121\n" +
 	"\x05holes\x18\x02 \x03(\v2\x1b.skiprange.overlay.KeyRangeR\x05holes\x12\x12\n" +
 	"\x04hops\x18\x03 \x01(\rR\x04hops\x12.\n" +
-	"\x05route\x18\x04 \x01(\v2\x18.skiprange.overlay.RouteR\x05route\"\xc0\x01\n" +
+	"\x05route\x18\x04 \x01(\v2\x18.skiprange.overlay.RouteR\x05route\x122\n" +
+	"\x06origin\x18\x05 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x06origin\"\xc0\x01\n" +
 	"\x0eNeighborUpdate\x12\x14\n" +
 	"\x05level\x18\x01 \x01(\rR\x05level\x12+\n" +
 	"\x04side\x18\x02 \x01(\x0e2\x17.skiprange.overlay.SideR\x04side\x12.\n" +
@@ -5184,107 +5210,109 @@ var file_overlay_pb_overlay_proto_depIdxs = []int32{
 	6,   // 12: skiprange.overlay.BatchPut.origin:type_name -> skiprange.overlay.NodeRef
 	8,   // 13: skiprange.overlay.BatchPut.route:type_name -> skiprange.overlay.Route
 	7,   // 14: skiprange.overlay.BatchPut.items:type_name -> skiprange.overlay.Item
-	1,   // 15: skiprange.overlay.BatchPutReply.status:type_name -> skiprange.overlay.Status
-	6,   // 16: skiprange.overlay.JoinRequest.joiner:type_name -> skiprange.overlay.NodeRef
-	8,   // 17: skiprange.overlay.JoinRequest.route:type_name -> skiprange.overlay.Route
-	2,   // 18: skiprange.overlay.Handoff.kind:type_name -> skiprange.overlay.HandoffKind
-	7,   // 19: skiprange.overlay.Handoff.items:type_name -> skiprange.overlay.Item
-	6,   // 20: skiprange.overlay.Handoff.succ:type_name -> skiprange.overlay.NodeRef
-	6,   // 21: skiprange.overlay.Handoff.succ_list:type_name -> skiprange.overlay.NodeRef
-	10,  // 22: skiprange.overlay.Handoff.lost:type_name -> skiprange.overlay.KeyRange
-	6,   // 23: skiprange.overlay.Handoff.pred:type_name -> skiprange.overlay.NodeRef
-	20,  // 24: skiprange.overlay.Handoff.tombstones:type_name -> skiprange.overlay.Tombstone
-	20,  // 25: skiprange.overlay.Handoff.recent_deletes:type_name -> skiprange.overlay.Tombstone
-	23,  // 26: skiprange.overlay.HandoffCommit.loads:type_name -> skiprange.overlay.KeyLoad
-	10,  // 27: skiprange.overlay.CopiesWhole.range:type_name -> skiprange.overlay.KeyRange
-	10,  // 28: skiprange.overlay.CopiesWhole.holes:type_name -> skiprange.overlay.KeyRange
-	8,   // 29: skiprange.overlay.CopiesWhole.route:type_name -> skiprange.overlay.Route
-	3,   // 30: skiprange.overlay.NeighborUpdate.side:type_name -> skiprange.overlay.Side
-	6,   // 31: skiprange.overlay.NeighborUpdate.node:type_name -> skiprange.overlay.NodeRef
-	6,   // 32: skiprange.overlay.LevelScan.origin:type_name -> skiprange.overlay.NodeRef
-	3,   // 33: skiprange.overlay.LevelScan.side:type_name -> skiprange.overlay.Side
-	3,   // 34: skiprange.overlay.LevelFound.side:type_name -> skiprange.overlay.Side
-	6,   // 35: skiprange.overlay.LevelFound.node:type_name -> skiprange.overlay.NodeRef
-	6,   // 36: skiprange.overlay.LevelFound.other:type_name -> skiprange.overlay.NodeRef
-	6,   // 37: skiprange.overlay.Pong.pred:type_name -> skiprange.overlay.NodeRef
-	6,   // 38: skiprange.overlay.Pong.succ:type_name -> skiprange.overlay.NodeRef
-	6,   // 39: skiprange.overlay.Pong.succ_list:type_name -> skiprange.overlay.NodeRef
-	6,   // 40: skiprange.overlay.Pong.preds:type_name -> skiprange.overlay.NodeRef
-	6,   // 41: skiprange.overlay.Pong.succs:type_name -> skiprange.overlay.NodeRef
-	32,  // 42: skiprange.overlay.Pong.beyond:type_name -> skiprange.overlay.LinkTable
-	6,   // 43: skiprange.overlay.LinkTable.node:type_name -> skiprange.overlay.NodeRef
-	6,   // 44: skiprange.overlay.LinkTable.preds:type_name -> skiprange.overlay.NodeRef
-	6,   // 45: skiprange.overlay.LinkTable.succs:type_name -> skiprange.overlay.NodeRef
-	6,   // 46: skiprange.overlay.Envelope.from:type_name -> skiprange.overlay.NodeRef
-	4,   // 47: skiprange.overlay.Envelope.cause:type_name -> skiprange.overlay.Cause
-	11,  // 48: skiprange.overlay.Envelope.lookup:type_name -> skiprange.overlay.Lookup
-	12,  // 49: skiprange.overlay.Envelope.lookup_reply:type_name -> skiprange.overlay.LookupReply
-	13,  // 50: skiprange.overlay.Envelope.range_query:type_name -> skiprange.overlay.RangeQuery
-	14,  // 51: skiprange.overlay.Envelope.range_reply:type_name -> skiprange.overlay.RangeReply
-	15,  // 52: skiprange.overlay.Envelope.batch_put:type_name -> skiprange.overlay.BatchPut
-	16,  // 53: skiprange.overlay.Envelope.batch_put_reply:type_name -> skiprange.overlay.BatchPutReply
-	17,  // 54: skiprange.overlay.Envelope.join_request:type_name -> skiprange.overlay.JoinRequest
-	18,  // 55: skiprange.overlay.Envelope.join_refused:type_name -> skiprange.overlay.JoinRefused
-	19,  // 56: skiprange.overlay.Envelope.handoff:type_name -> skiprange.overlay.Handoff
-	21,  // 57: skiprange.overlay.Envelope.handoff_ack:type_name -> skiprange.overlay.HandoffAck
-	22,  // 58: skiprange.overlay.Envelope.handoff_commit:type_name -> skiprange.overlay.HandoffCommit
-	25,  // 59: skiprange.overlay.Envelope.handoff_abort:type_name -> skiprange.overlay.HandoffAbort
-	24,  // 60: skiprange.overlay.Envelope.handoff_commit_ack:type_name -> skiprange.overlay.HandoffCommitAck
-	27,  // 61: skiprange.overlay.Envelope.neighbor_update:type_name -> skiprange.overlay.NeighborUpdate
-	28,  // 62: skiprange.overlay.Envelope.level_scan:type_name -> skiprange.overlay.LevelScan
-	29,  // 63: skiprange.overlay.Envelope.level_found:type_name -> skiprange.overlay.LevelFound
-	30,  // 64: skiprange.overlay.Envelope.ping:type_name -> skiprange.overlay.Ping
-	31,  // 65: skiprange.overlay.Envelope.pong:type_name -> skiprange.overlay.Pong
-	26,  // 66: skiprange.overlay.Envelope.copies_whole:type_name -> skiprange.overlay.CopiesWhole
-	34,  // 67: skiprange.overlay.Envelope.balance:type_name -> skiprange.overlay.Balance
-	36,  // 68: skiprange.overlay.Balance.lock:type_name -> skiprange.overlay.LockRequest
-	37,  // 69: skiprange.overlay.Balance.lock_refused:type_name -> skiprange.overlay.LockRefused
-	38,  // 70: skiprange.overlay.Balance.release:type_name -> skiprange.overlay.Release
-	39,  // 71: skiprange.overlay.Balance.nix_turn:type_name -> skiprange.overlay.NixTurn
-	41,  // 72: skiprange.overlay.Balance.remote_lock:type_name -> skiprange.overlay.RemoteLock
-	42,  // 73: skiprange.overlay.Balance.remote_reply:type_name -> skiprange.overlay.RemoteReply
-	43,  // 74: skiprange.overlay.Balance.mig_order:type_name -> skiprange.overlay.MigOrder
-	44,  // 75: skiprange.overlay.Balance.mig_done:type_name -> skiprange.overlay.MigDone
-	45,  // 76: skiprange.overlay.Balance.wave_done:type_name -> skiprange.overlay.WaveDone
-	46,  // 77: skiprange.overlay.Balance.probe:type_name -> skiprange.overlay.Probe
-	47,  // 78: skiprange.overlay.Balance.probe_reply:type_name -> skiprange.overlay.ProbeReply
-	48,  // 79: skiprange.overlay.Balance.ib_offer:type_name -> skiprange.overlay.IBOffer
-	49,  // 80: skiprange.overlay.Balance.ib_nix:type_name -> skiprange.overlay.IBNix
-	35,  // 81: skiprange.overlay.Balance.ack:type_name -> skiprange.overlay.BalanceAck
-	3,   // 82: skiprange.overlay.LockRequest.dir:type_name -> skiprange.overlay.Side
-	6,   // 83: skiprange.overlay.LockRequest.chain:type_name -> skiprange.overlay.NodeRef
-	3,   // 84: skiprange.overlay.Release.dir:type_name -> skiprange.overlay.Side
-	3,   // 85: skiprange.overlay.NixTurn.dir:type_name -> skiprange.overlay.Side
-	6,   // 86: skiprange.overlay.NixTurn.chain:type_name -> skiprange.overlay.NodeRef
-	6,   // 87: skiprange.overlay.SplitPlan.absorber:type_name -> skiprange.overlay.NodeRef
-	6,   // 88: skiprange.overlay.RemoteLock.end:type_name -> skiprange.overlay.NodeRef
-	6,   // 89: skiprange.overlay.RemoteLock.migrants:type_name -> skiprange.overlay.NodeRef
-	6,   // 90: skiprange.overlay.RemoteLock.m:type_name -> skiprange.overlay.NodeRef
-	40,  // 91: skiprange.overlay.RemoteLock.splits:type_name -> skiprange.overlay.SplitPlan
-	6,   // 92: skiprange.overlay.RemoteReply.m:type_name -> skiprange.overlay.NodeRef
-	6,   // 93: skiprange.overlay.RemoteReply.migrants:type_name -> skiprange.overlay.NodeRef
-	40,  // 94: skiprange.overlay.RemoteReply.splits:type_name -> skiprange.overlay.SplitPlan
-	6,   // 95: skiprange.overlay.MigOrder.target:type_name -> skiprange.overlay.NodeRef
-	6,   // 96: skiprange.overlay.MigOrder.absorber:type_name -> skiprange.overlay.NodeRef
-	3,   // 97: skiprange.overlay.WaveDone.dir:type_name -> skiprange.overlay.Side
-	6,   // 98: skiprange.overlay.ProbeReply.next:type_name -> skiprange.overlay.NodeRef
-	6,   // 99: skiprange.overlay.IBOffer.heavy:type_name -> skiprange.overlay.NodeRef
-	5,   // 100: skiprange.overlay.IBOffer.step:type_name -> skiprange.overlay.IBStep
-	6,   // 101: skiprange.overlay.LevelLinks.pred:type_name -> skiprange.overlay.NodeRef
-	6,   // 102: skiprange.overlay.LevelLinks.succ:type_name -> skiprange.overlay.NodeRef
-	6,   // 103: skiprange.overlay.NodeSnapshot.self:type_name -> skiprange.overlay.NodeRef
-	50,  // 104: skiprange.overlay.NodeSnapshot.levels:type_name -> skiprange.overlay.LevelLinks
-	6,   // 105: skiprange.overlay.NodeSnapshot.successors:type_name -> skiprange.overlay.NodeRef
-	10,  // 106: skiprange.overlay.NodeSnapshot.lost:type_name -> skiprange.overlay.KeyRange
-	20,  // 107: skiprange.overlay.NodeSnapshot.tombstones:type_name -> skiprange.overlay.Tombstone
-	10,  // 108: skiprange.overlay.NodeSnapshot.copies_out:type_name -> skiprange.overlay.KeyRange
-	52,  // 109: skiprange.overlay.NodeSnapshot.settled:type_name -> skiprange.overlay.SettledHandoff
-	20,  // 110: skiprange.overlay.NodeSnapshot.recent_deletes:type_name -> skiprange.overlay.Tombstone
-	111, // [111:111] is the sub-list for method output_type
-	111, // [111:111] is the sub-list for method input_type
-	111, // [111:111] is the sub-list for extension type_name
-	111, // [111:111] is the sub-list for extension extendee
-	0,   // [0:111] is the sub-list for field type_name
+	10,  // 15: skiprange.overlay.BatchPut.covers:type_name -> skiprange.overlay.KeyRange
+	1,   // 16: skiprange.overlay.BatchPutReply.status:type_name -> skiprange.overlay.Status
+	6,   // 17: skiprange.overlay.JoinRequest.joiner:type_name -> skiprange.overlay.NodeRef
+	8,   // 18: skiprange.overlay.JoinRequest.route:type_name -> skiprange.overlay.Route
+	2,   // 19: skiprange.overlay.Handoff.kind:type_name -> skiprange.overlay.HandoffKind
+	7,   // 20: skiprange.overlay.Handoff.items:type_name -> skiprange.overlay.Item
+	6,   // 21: skiprange.overlay.Handoff.succ:type_name -> skiprange.overlay.NodeRef
+	6,   // 22: skiprange.overlay.Handoff.succ_list:type_name -> skiprange.overlay.NodeRef
+	10,  // 23: skiprange.overlay.Handoff.lost:type_name -> skiprange.overlay.KeyRange
+	6,   // 24: skiprange.overlay.Handoff.pred:type_name -> skiprange.overlay.NodeRef
+	20,  // 25: skiprange.overlay.Handoff.tombstones:type_name -> skiprange.overlay.Tombstone
+	20,  // 26: skiprange.overlay.Handoff.recent_deletes:type_name -> skiprange.overlay.Tombstone
+	23,  // 27: skiprange.overlay.HandoffCommit.loads:type_name -> skiprange.overlay.KeyLoad
+	10,  // 28: skiprange.overlay.CopiesWhole.range:type_name -> skiprange.overlay.KeyRange
+	10,  // 29: skiprange.overlay.CopiesWhole.holes:type_name -> skiprange.overlay.KeyRange
+	8,   // 30: skiprange.overlay.CopiesWhole.route:type_name -> skiprange.overlay.Route
+	6,   // 31: skiprange.overlay.CopiesWhole.origin:type_name -> skiprange.overlay.NodeRef
+	3,   // 32: skiprange.overlay.NeighborUpdate.side:type_name -> skiprange.overlay.Side
+	6,   // 33: skiprange.overlay.NeighborUpdate.node:type_name -> skiprange.overlay.NodeRef
+	6,   // 34: skiprange.overlay.LevelScan.origin:type_name -> skiprange.overlay.NodeRef
+	3,   // 35: skiprange.overlay.LevelScan.side:type_name -> skiprange.overlay.Side
+	3,   // 36: skiprange.overlay.LevelFound.side:type_name -> skiprange.overlay.Side
+	6,   // 37: skiprange.overlay.LevelFound.node:type_name -> skiprange.overlay.NodeRef
+	6,   // 38: skiprange.overlay.LevelFound.other:type_name -> skiprange.overlay.NodeRef
+	6,   // 39: skiprange.overlay.Pong.pred:type_name -> skiprange.overlay.NodeRef
+	6,   // 40: skiprange.overlay.Pong.succ:type_name -> skiprange.overlay.NodeRef
+	6,   // 41: skiprange.overlay.Pong.succ_list:type_name -> skiprange.overlay.NodeRef
+	6,   // 42: skiprange.overlay.Pong.preds:type_name -> skiprange.overlay.NodeRef
+	6,   // 43: skiprange.overlay.Pong.succs:type_name -> skiprange.overlay.NodeRef
+	32,  // 44: skiprange.overlay.Pong.beyond:type_name -> skiprange.overlay.LinkTable
+	6,   // 45: skiprange.overlay.LinkTable.node:type_name -> skiprange.overlay.NodeRef
+	6,   // 46: skiprange.overlay.LinkTable.preds:type_name -> skiprange.overlay.NodeRef
+	6,   // 47: skiprange.overlay.LinkTable.succs:type_name -> skiprange.overlay.NodeRef
+	6,   // 48: skiprange.overlay.Envelope.from:type_name -> skiprange.overlay.NodeRef
+	4,   // 49: skiprange.overlay.Envelope.cause:type_name -> skiprange.overlay.Cause
+	11,  // 50: skiprange.overlay.Envelope.lookup:type_name -> skiprange.overlay.Lookup
+	12,  // 51: skiprange.overlay.Envelope.lookup_reply:type_name -> skiprange.overlay.LookupReply
+	13,  // 52: skiprange.overlay.Envelope.range_query:type_name -> skiprange.overlay.RangeQuery
+	14,  // 53: skiprange.overlay.Envelope.range_reply:type_name -> skiprange.overlay.RangeReply
+	15,  // 54: skiprange.overlay.Envelope.batch_put:type_name -> skiprange.overlay.BatchPut
+	16,  // 55: skiprange.overlay.Envelope.batch_put_reply:type_name -> skiprange.overlay.BatchPutReply
+	17,  // 56: skiprange.overlay.Envelope.join_request:type_name -> skiprange.overlay.JoinRequest
+	18,  // 57: skiprange.overlay.Envelope.join_refused:type_name -> skiprange.overlay.JoinRefused
+	19,  // 58: skiprange.overlay.Envelope.handoff:type_name -> skiprange.overlay.Handoff
+	21,  // 59: skiprange.overlay.Envelope.handoff_ack:type_name -> skiprange.overlay.HandoffAck
+	22,  // 60: skiprange.overlay.Envelope.handoff_commit:type_name -> skiprange.overlay.HandoffCommit
+	25,  // 61: skiprange.overlay.Envelope.handoff_abort:type_name -> skiprange.overlay.HandoffAbort
+	24,  // 62: skiprange.overlay.Envelope.handoff_commit_ack:type_name -> skiprange.overlay.HandoffCommitAck
+	27,  // 63: skiprange.overlay.Envelope.neighbor_update:type_name -> skiprange.overlay.NeighborUpdate
+	28,  // 64: skiprange.overlay.Envelope.level_scan:type_name -> skiprange.overlay.LevelScan
+	29,  // 65: skiprange.overlay.Envelope.level_found:type_name -> skiprange.overlay.LevelFound
+	30,  // 66: skiprange.overlay.Envelope.ping:type_name -> skiprange.overlay.Ping
+	31,  // 67: skiprange.overlay.Envelope.pong:type_name -> skiprange.overlay.Pong
+	26,  // 68: skiprange.overlay.Envelope.copies_whole:type_name -> skiprange.overlay.CopiesWhole
+	34,  // 69: skiprange.overlay.Envelope.balance:type_name -> skiprange.overlay.Balance
+	36,  // 70: skiprange.overlay.Balance.lock:type_name -> skiprange.overlay.LockRequest
+	37,  // 71: skiprange.overlay.Balance.lock_refused:type_name -> skiprange.overlay.LockRefused
+	38,  // 72: skiprange.overlay.Balance.release:type_name -> skiprange.overlay.Release
+	39,  // 73: skiprange.overlay.Balance.nix_turn:type_name -> skiprange.overlay.NixTurn
+	41,  // 74: skiprange.overlay.Balance.remote_lock:type_name -> skiprange.overlay.RemoteLock
+	42,  // 75: skiprange.overlay.Balance.remote_reply:type_name -> skiprange.overlay.RemoteReply
+	43,  // 76: skiprange.overlay.Balance.mig_order:type_name -> skiprange.overlay.MigOrder
+	44,  // 77: skiprange.overlay.Balance.mig_done:type_name -> skiprange.overlay.MigDone
+	45,  // 78: skiprange.overlay.Balance.wave_done:type_name -> skiprange.overlay.WaveDone
+	46,  // 79: skiprange.overlay.Balance.probe:type_name -> skiprange.overlay.Probe
+	47,  // 80: skiprange.overlay.Balance.probe_reply:type_name -> skiprange.overlay.ProbeReply
+	48,  // 81: skiprange.overlay.Balance.ib_offer:type_name -> skiprange.overlay.IBOffer
+	49,  // 82: skiprange.overlay.Balance.ib_nix:type_name -> skiprange.overlay.IBNix
+	35,  // 83: skiprange.overlay.Balance.ack:type_name -> skiprange.overlay.BalanceAck
+	3,   // 84: skiprange.overlay.LockRequest.dir:type_name -> skiprange.overlay.Side
+	6,   // 85: skiprange.overlay.LockRequest.chain:type_name -> skiprange.overlay.NodeRef
+	3,   // 86: skiprange.overlay.Release.dir:type_name -> skiprange.overlay.Side
+	3,   // 87: skiprange.overlay.NixTurn.dir:type_name -> skiprange.overlay.Side
+	6,   // 88: skiprange.overlay.NixTurn.chain:type_name -> skiprange.overlay.NodeRef
+	6,   // 89: skiprange.overlay.SplitPlan.absorber:type_name -> skiprange.overlay.NodeRef
+	6,   // 90: skiprange.overlay.RemoteLock.end:type_name -> skiprange.overlay.NodeRef
+	6,   // 91: skiprange.overlay.RemoteLock.migrants:type_name -> skiprange.overlay.NodeRef
+	6,   // 92: skiprange.overlay.RemoteLock.m:type_name -> skiprange.overlay.NodeRef
+	40,  // 93: skiprange.overlay.RemoteLock.splits:type_name -> skiprange.overlay.SplitPlan
+	6,   // 94: skiprange.overlay.RemoteReply.m:type_name -> skiprange.overlay.NodeRef
+	6,   // 95: skiprange.overlay.RemoteReply.migrants:type_name -> skiprange.overlay.NodeRef
+	40,  // 96: skiprange.overlay.RemoteReply.splits:type_name -> skiprange.overlay.SplitPlan
+	6,   // 97: skiprange.overlay.MigOrder.target:type_name -> skiprange.overlay.NodeRef
+	6,   // 98: skiprange.overlay.MigOrder.absorber:type_name -> skiprange.overlay.NodeRef
+	3,   // 99: skiprange.overlay.WaveDone.dir:type_name -> skiprange.overlay.Side
+	6,   // 100: skiprange.overlay.ProbeReply.next:type_name -> skiprange.overlay.NodeRef
+	6,   // 101: skiprange.overlay.IBOffer.heavy:type_name -> skiprange.overlay.NodeRef
+	5,   // 102: skiprange.overlay.IBOffer.step:type_name -> skiprange.overlay.IBStep
+	6,   // 103: skiprange.overlay.LevelLinks.pred:type_name -> skiprange.overlay.NodeRef
+	6,   // 104: skiprange.overlay.LevelLinks.succ:type_name -> skiprange.overlay.NodeRef
+	6,   // 105: skiprange.overlay.NodeSnapshot.self:type_name -> skiprange.overlay.NodeRef
+	50,  // 106: skiprange.overlay.NodeSnapshot.levels:type_name -> skiprange.overlay.LevelLinks
+	6,   // 107: skiprange.overlay.NodeSnapshot.successors:type_name -> skiprange.overlay.NodeRef
+	10,  // 108: skiprange.overlay.NodeSnapshot.lost:type_name -> skiprange.overlay.KeyRange
+	20,  // 109: skiprange.overlay.NodeSnapshot.tombstones:type_name -> skiprange.overlay.Tombstone
+	10,  // 110: skiprange.overlay.NodeSnapshot.copies_out:type_name -> skiprange.overlay.KeyRange
+	52,  // 111: skiprange.overlay.NodeSnapshot.settled:type_name -> skiprange.overlay.SettledHandoff
+	20,  // 112: skiprange.overlay.NodeSnapshot.recent_deletes:type_name -> skiprange.overlay.Tombstone
+	113, // [113:113] is the sub-list for method output_type
+	113, // [113:113] is the sub-list for method input_type
+	113, // [113:113] is the sub-list for extension type_name
+	113, // [113:113] is the sub-list for extension extendee
+	0,   // [0:113] is the sub-list for field type_name
 }
 
 func init() { file_overlay_pb_overlay_proto_init() }
