@@ -701,3 +701,27 @@ func TestWaitingSuccessorVouchesOnlyAfterALongWait(t *testing.T) {
 		t.Fatal("c, having waited long, still waits for a waiting successor's word")
 	}
 }
+
+// TestPausedBeforeItsFirstTickWaits: e joins and stands still before its maintenance first
+// ticks; the ring takes its range over meanwhile. Resumed, it reads the messages held for it
+// (its neighbours heard again) and then its late first tick: that tick finds it stood still, as
+// any later one would, and it waits for its neighbours' word. With no tick to go by it served
+// its values from before the pause over the writes its taker had acknowledged (skipsim balance
+// --pause 0.1 --clients 20, small runs).
+func TestPausedBeforeItsFirstTickWaits(t *testing.T) {
+	nw := fourNodes(t) // a ["",1000) b [1000,2000) c [2000,3000) d [3000,"")
+	nw.join("e", "a", k(2500))
+	nw.pause("e")
+	nw.advance(3 * time.Minute)
+	if c := nw.nodes["c"]; !c.Range().Contains(k(2600)) {
+		t.Fatalf("c owns %s: e's range was not taken over, the case tests nothing", c.Range())
+	}
+	nw.resume("e")
+	nw.advance(time.Second)
+	for _, ev := range nw.envs["e"].eventsOf(overlay.EventConflict) {
+		if strings.Contains(ev.Detail, "stood still") {
+			return
+		}
+	}
+	t.Fatal("e, resumed, never found that it had stood still")
+}
