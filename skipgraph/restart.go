@@ -246,14 +246,11 @@ func (n *Node) checkConfirmed(from overlay.Peer, p *pb.Pong) {
 	// once, the second served its older values until that node found it (the checked clients
 	// of skipsim balance --pause: 19 of 40 small runs answered wrong). Never, two nodes that
 	// are all the ring has (or a ring restored whole from snapshots) would wait for each other
-	// until both gave their places up. A successor that waits is held to the same: it names
-	// this node as its predecessor on this node's own word (a take-over made on stale links),
-	// and the two confirmed each other over the live node that held both their ranges (small
-	// pause runs, seeds 56 and 105).
+	// until both gave their places up.
 	if from.ID == lk.pred.ID && overlay.PeerFromPB(p.Succ).ID == n.self.ID && (!p.Unconfirmed || n.waitedLong()) {
 		n.confirmedBy[0] = from.ID
 	}
-	if from.ID == lk.succ.ID && overlay.PeerFromPB(p.Pred).ID == n.self.ID && (!p.Unconfirmed || n.waitedLong()) {
+	if from.ID == lk.succ.ID && overlay.PeerFromPB(p.Pred).ID == n.self.ID {
 		n.confirmedBy[1] = from.ID
 	}
 	// A node that knows no predecessor (it found the one it had gone: a migrant that left the

@@ -678,30 +678,6 @@ func TestWaitingNodeTakesNothingOverWhenItsSuccessorMovedUp(t *testing.T) {
 	}
 }
 
-// TestWaitingSuccessorVouchesOnlyAfterALongWait: c and d, paused side by side, both wait. d
-// names c as its predecessor — on c's own word, c having taken the range between over on its
-// stale links — while the live node that holds both their ranges has not found them yet.
-// Taken at once, d's word confirmed c, c's then confirmed d, and d served its values from before
-// the pause over the writes that node took (skipsim balance --pause 0.1 --clients 20, small
-// runs). As with a waiting predecessor, c takes it only once it has waited long.
-func TestWaitingSuccessorVouchesOnlyAfterALongWait(t *testing.T) {
-	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
-	b, c, d := nw.nodes["b"], nw.nodes["c"], nw.nodes["d"]
-	c.startWait()
-	c.checkConfirmed(b.Self(), &pb.Pong{Pred: nw.nodes["a"].Self().ToPB(), Succ: c.Self().ToPB()})
-	waitingD := &pb.Pong{Pred: c.Self().ToPB(), Succ: nw.nodes["e"].Self().ToPB(), Unconfirmed: true}
-	c.checkConfirmed(d.Self(), waitingD)
-	if !c.unconfirmed() {
-		t.Fatal("c was confirmed at once by a successor that waits itself")
-	}
-	c.unconfirmedSince = c.unconfirmedSince.Add(-maxUnconfirmed/2*DefaultConfig().ProbeInterval - time.Second)
-	c.checkConfirmed(b.Self(), &pb.Pong{Pred: nw.nodes["a"].Self().ToPB(), Succ: c.Self().ToPB()})
-	c.checkConfirmed(d.Self(), waitingD)
-	if c.unconfirmed() {
-		t.Fatal("c, having waited long, still waits for a waiting successor's word")
-	}
-}
-
 // TestPausedBeforeItsFirstTickWaits: e joins and stands still before its maintenance first
 // ticks; the ring takes its range over meanwhile. Resumed, it reads the messages held for it
 // (its neighbours heard again) and then its late first tick: that tick finds it stood still, as

@@ -88,21 +88,21 @@ func TestCheckedClientsCatchWrongAnswers(t *testing.T) {
 // in the middle of their waves, checked clients reading and writing all along. Each seed here
 // answered reads wrong before a fix: seeds 11 and 30, a node confirmed at once by a predecessor
 // that had stood still beside it (it served its values from before the pause over writes its
-// taker had acknowledged), and seeds 56 and 105 the same by a successor that waited itself;
-// seed 14, a re-admission's copies held by a waiting node on their way past it to another,
-// confirmed meanwhile; seed 68, a waiting node that took its moved-up successor's old range
-// over beside the live holder (succMovedUp); seed 69, a NIX's piece read between its
-// acknowledgement and commit, its lost parts not yet marked (readsLost); seed 101, a leaver
-// that named a node linked below it during the leave, not the receiver, to its successor
-// (left); seed 118, a CopiesWhole that dropped lost marks where the copies had gone
+// taker had acknowledged); seed 14, a re-admission's copies held by a waiting node on their way
+// past it to another, confirmed meanwhile; seed 68, a waiting node that took its moved-up
+// successor's old range over beside the live holder (succMovedUp); seed 69, a NIX's piece read
+// between its acknowledgement and commit, its lost parts not yet marked (readsLost); seed 101,
+// a leaver that named a node linked below it during the leave, not the receiver, to its
+// successor (left); seed 118, a CopiesWhole that dropped lost marks where the copies had gone
 // to another node (coveredParts); seed 138, a late attempt stamped as it arrived, not at its
-// issue, outranking a newer write (stampClientWrite).
+// issue, outranking a newer write (stampClientWrite); seed 59, a migrant paused before its
+// first tick that never found it had stood still (startMaintenance).
 func TestPausesWithCheckedClients(t *testing.T) {
 	w, err := workload.NewPulse(5000, 100, 0.10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, seed := range []uint64{11, 14, 30, 56, 68, 69, 101, 105, 118, 138} {
+	for _, seed := range []uint64{11, 14, 30, 59, 68, 69, 101, 118, 138} {
 		p := smallBalance(nixmig.NIXMIG, w, seed)
 		p.Queries = QueriesDirect
 		p.PauseFraction, p.PauseFor, p.CrashAfter = 0.1, 120*time.Second, 20*time.Second
