@@ -751,13 +751,13 @@ func (x *inXfer) addTombstone(k overlay.Key, d tombstone) {
 	x.tombs[k] = d
 }
 
-// tombsOf returns the piece's tombstone of key, if x is not nil and holds one.
-func (x *inXfer) tombsOf(key overlay.Key) (tombstone, bool) {
+// hasTombstone reports whether x is not nil and holds a tombstone of key in its piece.
+func (x *inXfer) hasTombstone(key overlay.Key) bool {
 	if x == nil {
-		return tombstone{}, false
+		return false
 	}
-	d, ok := x.tombs[key]
-	return d, ok
+	_, ok := x.tombs[key]
+	return ok
 }
 
 // addRecent records a recent delete in the piece.

@@ -167,7 +167,7 @@ func (n *Node) onCopiesWhole(c *pb.CopiesWhole) {
 // one of its own lost parts, or one of a piece coming in that it serves already (acknowledged,
 // the commit on its way), whose lost parts become its own only at the commit. Unmarked there, a
 // read answered "not found" for a key the failed node may have held (skipsim balance --pause
-// 0.1 --clients 20, small runs: a leave's piece read between its acknowledgement and commit).
+// 0.1 --clients 20, small runs: a NIX's piece read between its acknowledgement and commit).
 func (n *Node) markedLost(key overlay.Key) bool {
 	return n.lost.contains(key) || n.in != nil && n.in.acked && n.in.lost.contains(key)
 }
@@ -178,8 +178,7 @@ func (n *Node) readsLost(key overlay.Key) bool {
 	if !n.markedLost(key) || n.tombs.has(key) {
 		return false
 	}
-	_, deleted := n.in.tombsOf(key)
-	return !deleted
+	return !n.in.hasTombstone(key)
 }
 
 // lostWithin reports whether any part of r is marked lost (markedLost).
