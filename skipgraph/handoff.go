@@ -880,7 +880,32 @@ func (n *Node) writeOutIn(x *inXfer, why string) {
 	n.Stats.Aborts++
 	n.disown(x)
 	n.writeOut(x.piece, x.from.ID, "", x.copiesOf(), why)
+	// The piece's deletes go too, each with its stamp: the owner's older copy of such a key
+	// (a node back from a pause holds its value from before the delete) stood against the
+	// items' writes, which leave what the owner holds, and the delete, acknowledged at the
+	// giver, was undone (skipsim balance --pause 0.1 --clients 20, small runs).
+	if dels := x.deletes(n.store); len(dels) > 0 {
+		n.pushCopies(dels, true, 0, "", nil, why, nil)
+	}
 	n.releaseHeld()
+}
+
+// deletes returns the deletes the piece brought — its tombstones and recent deletes — of keys
+// store does not hold again, in clockwise order from the piece's start.
+func (x *inXfer) deletes(store overlay.Store) []overlay.Item {
+	var out []overlay.Item
+	seen := map[overlay.Key]bool{}
+	for _, set := range []map[overlay.Key]tombstone{x.tombs, x.recent} {
+		for k, d := range set {
+			if _, held, _ := store.Get(k); held || seen[k] || !x.piece.Contains(k) {
+				continue
+			}
+			seen[k] = true
+			out = append(out, overlay.Item{Key: k, Deleted: true, Written: d.written})
+		}
+	}
+	sortClockwise(out, x.piece.Start)
+	return out
 }
 
 // writeOutJoin gives up the piece of a join that this joiner acknowledged and whose giver never
