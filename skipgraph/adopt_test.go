@@ -173,15 +173,21 @@ func TestNIXGiverDiesAfterTellingItsPredecessor(t *testing.T) {
 // what the owner holds — rather than discard the only copies, which it did before.
 func TestNIXGiverDiesAndTheTakerIsNeverHeard(t *testing.T) {
 	nw := fiveNodes(t)
-	d := nw.nodes["d"]
+	giverDiesTakerUnheard(t, nw)
+	checkPieceWrittenToTaker(t, nw)
+}
+
+// giverDiesTakerUnheard is the case above: c NIXes [2500, 3000) to d and dies after the flip, b
+// takes its range over, and d never hears from b until its asks for the commit run out.
+func giverDiesTakerUnheard(t *testing.T, nw *testNet) {
+	t.Helper()
 	crashAfterFlip(t, nw, "c", true, k(2500))
 	nw.drop = func(s sentMsg) bool { return s.from == "b" && s.to == "d" }
-	for d.Busy() {
+	for nw.nodes["d"].Busy() {
 		nw.advance(DefaultConfig().HandoffRetry)
 	}
 	nw.drop = nil
 	nw.advance(time.Minute)
-	checkPieceWrittenToTaker(t, nw)
 }
 
 // TestJoinGiverDiesAfterTheFlip: the owner that a joiner joins flips the join and dies before
@@ -348,20 +354,14 @@ func TestCutCovers(t *testing.T) {
 // --pause 0.1 --clients 20, small runs, seed 72: five deleted keys present at the end).
 func TestPieceWrittenToTheTakerTakesItsDeletes(t *testing.T) {
 	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
-	b, c, d := nw.nodes["b"], nw.nodes["c"], nw.nodes["d"]
+	b, c := nw.nodes["b"], nw.nodes["c"]
 	c.lost.add(overlay.Range{Start: k(2600), End: k(2700)}, nw.clock.now)
 	deletedAt := uint64(nw.clock.now.UnixNano())
 	c.tombs.set(k(2650), tombstone{at: nw.clock.now, written: deletedAt})
 	if err := b.Store().Put(overlay.Item{Key: k(2650), Value: []byte("older"), Written: deletedAt - 1}); err != nil {
 		t.Fatal(err)
 	}
-	crashAfterFlip(t, nw, "c", true, k(2500))
-	nw.drop = func(s sentMsg) bool { return s.from == "b" && s.to == "d" }
-	for d.Busy() {
-		nw.advance(DefaultConfig().HandoffRetry)
-	}
-	nw.drop = nil
-	nw.advance(time.Minute)
+	giverDiesTakerUnheard(t, nw)
 	if it, ok, _ := b.Store().Get(k(2650)); ok {
 		t.Fatalf("b holds key 2650 = %q, deleted in the piece before it was written out", it.Value)
 	}
