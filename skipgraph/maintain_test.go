@@ -1321,3 +1321,28 @@ func TestEndMovedUpByAWordMarkedLost(t *testing.T) {
 		t.Fatalf("b's lost parts are %v, want [2000, 2500)", got)
 	}
 }
+
+// TestPredecessorsNewStartLeavesTheSuccessorLinkAlone: c's successor link still names d at
+// d's old start while d, its start moved below c's (it took the part of the ring before c over
+// by a NIX from its own predecessor), hands c a piece from below as c's predecessor now. d's
+// new descriptor must not stretch c's range round the circle to d's new start: the piece d
+// hands comes from c's predecessor side. Taken for the successor's own NIX, it left c owning
+// all the ring but d's part, with no items there, and c answered "not found" for keys all round
+// it (skipsim balance --pause 0.1 --clients 20, small runs, with waiting nodes announcing
+// themselves).
+func TestPredecessorsNewStartLeavesTheSuccessorLinkAlone(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	c, d := nw.nodes["c"], nw.nodes["d"]
+	below := d.Self().WithStart(k(1500), d.Self().Version+1)
+	c.levels[0].pred = below
+	c.in = &inXfer{from: below, piece: overlay.Range{Start: k(1800), End: k(2000)}}
+	c.learn(below, false)
+	if got, want := c.Range(), (overlay.Range{Start: k(2000), End: k(3000)}); got != want {
+		t.Fatalf("c owns %s after its predecessor d moved below it and hands it a piece; want %s", got, want)
+	}
+	c.in.piece = overlay.Range{Start: k(3000), End: k(3500)} // d's own NIX to c, from above
+	c.learn(d.Self().WithStart(k(3500), d.Self().Version+2), false)
+	if got, want := c.Range(), (overlay.Range{Start: k(2000), End: k(3500)}); got != want {
+		t.Fatalf("c owns %s while its successor d hands it [3000, 3500); want %s", got, want)
+	}
+}

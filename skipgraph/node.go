@@ -544,14 +544,18 @@ func (n *Node) learn(p overlay.Peer, placed bool) {
 // succStartMovedUp reports a level-0 successor whose start moved clockwise, which would stretch
 // this node's range over keys it was never given: the successor handed them to a node joining
 // below it, which this node will link to when told (by the joiner, or a pong naming it). Only a
-// piece the successor is handing to this node itself may stretch it.
+// piece the successor is handing to this node itself from its old start may stretch it: the same
+// node may be handing one from below as the predecessor it has become (its start moved below
+// this node's, by a NIX from the node that had taken this one's range over while it stood
+// still), and its new start then stretched this range round the circle to it, where this node
+// answered "not found" for keys all round the ring (TestPredecessorsNewStartLeavesTheSuccessorLinkAlone).
 func (n *Node) succStartMovedUp(p overlay.Peer) bool {
 	s := n.levels[0].succ
 	// Membership vectors first: comparing them is cheaper than comparing identities.
 	if s.MVec != p.MVec || s.ID != p.ID || s.Incarnation != p.Incarnation || s.Start == p.Start || s.ID == n.self.ID {
 		return false // another node, or another incarnation of it (a stranger: see learn)
 	}
-	if n.in != nil && n.in.from.ID == p.ID {
+	if n.in != nil && n.in.from.ID == p.ID && n.in.piece.Start == s.Start {
 		return false
 	}
 	return overlay.StrictlyBetween(n.self.Start, s.Start, p.Start)
