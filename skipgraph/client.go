@@ -584,8 +584,12 @@ func (n *Node) onBatchPut(b *pb.BatchPut) {
 	// requests: they are what it waits for (a re-admission's writes), and stand only where
 	// stamped later than what it holds, so taking them serves nothing stale. Held, they reached
 	// it, or the node past it they were for, only after the node was confirmed, which then
-	// served its older values meanwhile (the checked clients of skipsim balance --pause).
-	copiesHere := b.Copies && n.unconfirmed() && n.Owns() && n.Range().Contains(overlay.Key(b.Route.Key))
+	// served its older values meanwhile (the checked clients of skipsim balance --pause). So
+	// do those of a batch that walks towards keys before them: a batch goes by its first key,
+	// and copies for this node behind keys that nobody owned for a while (a gap that stabilization
+	// closes) were held here with it, and reached the node only after it was confirmed
+	// (skipsim balance --pause 0.1 --pause-for 120s --clients 50 --seed 9, 500 nodes).
+	copiesHere := b.Copies && n.unconfirmed() && n.Owns() && batchTouches(b, n.Range())
 	if !copiesHere && !n.route(&pb.Envelope{Body: &pb.Envelope_BatchPut{BatchPut: b}}, b.Route, drop) {
 		return
 	}
@@ -691,6 +695,21 @@ func (n *Node) onBatchPut(b *pb.BatchPut) {
 	}
 	b.Route.HasPrev, b.Route.WalkCcw = false, false
 	n.onBatchPut(b)
+}
+
+// batchTouches reports whether batch b holds an item or a delete in r.
+func batchTouches(b *pb.BatchPut, r overlay.Range) bool {
+	for _, it := range b.Items {
+		if r.Contains(overlay.Key(it.Key)) {
+			return true
+		}
+	}
+	for _, k := range b.Deletes {
+		if r.Contains(overlay.Key(k)) {
+			return true
+		}
+	}
+	return false
 }
 
 // stampBatchWrite stamps the write of key in client batch b (stampClientWrite), or reports it

@@ -96,16 +96,29 @@ func TestCheckedClientsCatchWrongAnswers(t *testing.T) {
 // successor (left); seed 118, a CopiesWhole that dropped lost marks where the copies had gone
 // to another node (coveredParts); seed 138, a late attempt stamped as it arrived, not at its
 // issue, outranking a newer write (stampClientWrite); seed 59, a migrant paused before its
-// first tick that never found it had stood still (startMaintenance).
+// first tick that never found it had stood still (startMaintenance); seeds 56, 72 and 105 and
+// seed 35 of the mixed faults (a twentieth crashed, a tenth paused for a minute), a waiting
+// node's copies held with a batch walking towards keys nobody owned for a while (batchTouches).
 func TestPausesWithCheckedClients(t *testing.T) {
 	w, err := workload.NewPulse(5000, 100, 0.10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, seed := range []uint64{11, 14, 30, 59, 68, 69, 101, 118, 138} {
+	type faults struct {
+		seed         uint64
+		crash, pause float64
+		pauseFor     time.Duration
+	}
+	var runs []faults
+	for _, seed := range []uint64{11, 14, 30, 56, 59, 68, 69, 72, 101, 105, 118, 138} {
+		runs = append(runs, faults{seed, 0, 0.1, 120 * time.Second})
+	}
+	runs = append(runs, faults{35, 0.05, 0.1, time.Minute})
+	for _, f := range runs {
+		seed := f.seed
 		p := smallBalance(nixmig.NIXMIG, w, seed)
 		p.Queries = QueriesDirect
-		p.PauseFraction, p.PauseFor, p.CrashAfter = 0.1, 120*time.Second, 20*time.Second
+		p.CrashFraction, p.PauseFraction, p.PauseFor, p.CrashAfter = f.crash, f.pause, f.pauseFor, 20*time.Second
 		p.Clients = 20
 		res, err := RunBalance(p, nil)
 		if err != nil {
