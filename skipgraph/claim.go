@@ -186,21 +186,13 @@ func (n *Node) readmit(x overlay.Peer, ours bool, xWrittenBefore time.Time, why 
 	// --pause 0.1 --pause-for 120s --clients 50 --seed 9). Each stands at x only where written
 	// later than x's copy. A key written again since its delete goes as its value alone: a batch
 	// applies its deletes after its items.
-	sent := map[overlay.Key]bool{}
-	for _, set := range []*tombstones{&n.tombs, &n.recentDeletes} {
-		for _, t := range set.within(piece) {
-			k, d := tombstoneFromPB(t)
-			if _, held, _ := n.store.Get(k); held || sent[k] {
-				continue // written again since: its value goes
-			}
-			sent[k] = true
-			if del := (overlay.Item{Key: k, Deleted: true, Written: d.written}); ours || d.at.After(xWrittenBefore) {
-				overwrite = append(overwrite, del)
-			} else {
-				keep = append(keep, del)
-			}
+	n.deletesWithin(piece, func(del overlay.Item, at time.Time) {
+		if ours || at.After(xWrittenBefore) {
+			overwrite = append(overwrite, del)
+		} else {
+			keep = append(keep, del)
 		}
-	}
+	})
 	// Clockwise from the piece's start, the tombstones among the items: the batches cut from
 	// the lists go to their owners in that order (putBatch), the first to x. Left after the
 	// items, deletes of keys before the first item went out last, as if past the seam, on a
@@ -238,6 +230,23 @@ func (n *Node) readmit(x overlay.Peer, ours bool, xWrittenBefore time.Time, why 
 	// older values (the checked clients of skipsim balance --pause found it).
 	n.pushCopies(overwrite, false, 0, x.ID, &piece, "re-admission", whole)
 	n.pushCopies(keep, true, 0, x.ID, &piece, "re-admission", whole)
+}
+
+// deletesWithin calls f with every delete this node remembers in r, its tombstones and its recent
+// deletes, as a delete item with its stamp, and when it was made; a key written again since is
+// left out (its value goes with the items).
+func (n *Node) deletesWithin(r overlay.Range, f func(del overlay.Item, at time.Time)) {
+	seen := map[overlay.Key]bool{}
+	for _, set := range []*tombstones{&n.tombs, &n.recentDeletes} {
+		for _, t := range set.within(r) {
+			k, d := tombstoneFromPB(t)
+			if _, held, _ := n.store.Get(k); held || seen[k] {
+				continue
+			}
+			seen[k] = true
+			f(overlay.Item{Key: k, Deleted: true, Written: d.written}, d.at)
+		}
+	}
 }
 
 // pushCopies writes items this node holds but may not own to their owners, in batches, and

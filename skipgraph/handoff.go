@@ -320,7 +320,26 @@ func (n *Node) writeOutTakenMeanwhile(r overlay.Range, x *outXfer) {
 	if x.kind == pb.HandoffKind_HANDOFF_LEAVE {
 		via = x.to.ID
 	}
-	if items := n.writeOutCopies(r, via, handoffCopies{}, "items of a part taken over during a handoff"); items > 0 {
+	const why = "items of a part taken over during a handoff"
+	items := n.writeOutCopies(r, via, handoffCopies{}, why)
+	// The deletes made there since the take-over go too, with their stamps: left behind with
+	// the leaver, the older copies of those keys that reached the new owner later (a
+	// re-admission's) stood, and a delete acknowledged in the part read undone (small runs with
+	// a fifth of the nodes paused, seed 49). Older deletes this node remembers there stay: the
+	// key may have been written again where this node never saw it, and such a delete, sent,
+	// read "not found" where the key was lost (small pause runs, seed 59, tried first).
+	var deletes []overlay.Item
+	n.deletesWithin(r, func(del overlay.Item, at time.Time) {
+		if n.lost.deletedAfterTakeOver(del.Key, at) {
+			deletes = append(deletes, del)
+		}
+	})
+	if len(deletes) > 0 {
+		sortClockwise(deletes, r.Start)
+		n.pushCopies(deletes, true, 0, via, nil, why, nil)
+		items += len(deletes)
+	}
+	if items > 0 {
 		n.env.Report(overlay.Event{Kind: overlay.EventConflict, Range: r, Items: items,
 			Detail: fmt.Sprintf("%d items of a part taken over while a piece was handed on written to its new owner", items)})
 	}

@@ -59,6 +59,17 @@ func (l lostSet) takenOverAfter(r overlay.Range, t time.Time) []overlay.Range {
 	return out
 }
 
+// deletedAfterTakeOver reports whether a delete of k made at at came after this node took over
+// the lost part that holds k (a part of unknown time says no).
+func (l lostSet) deletedAfterTakeOver(k overlay.Key, at time.Time) bool {
+	for _, p := range l {
+		if p.Contains(k) && !p.since.IsZero() && !at.Before(p.since) {
+			return true
+		}
+	}
+	return false
+}
+
 // ranges returns the lost parts without their times.
 func (l lostSet) ranges() []overlay.Range {
 	out := make([]overlay.Range, len(l))
