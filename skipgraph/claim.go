@@ -240,13 +240,21 @@ func (n *Node) deletesWithin(r overlay.Range, f func(del overlay.Item, at time.T
 	for _, set := range []*tombstones{&n.tombs, &n.recentDeletes} {
 		for _, t := range set.within(r) {
 			k, d := tombstoneFromPB(t)
-			if _, held, _ := n.store.Get(k); held || seen[k] {
-				continue
+			if del, ok := unheldDelete(n.store, seen, k, d); ok {
+				f(del, d.at)
 			}
-			seen[k] = true
-			f(overlay.Item{Key: k, Deleted: true, Written: d.written}, d.at)
 		}
 	}
+}
+
+// unheldDelete returns key's delete d as a delete item with its stamp, or false when store holds
+// key again (its value goes instead) or seen has it already (one delete a key); it marks key seen.
+func unheldDelete(store overlay.Store, seen map[overlay.Key]bool, key overlay.Key, d tombstone) (overlay.Item, bool) {
+	if _, held, _ := store.Get(key); held || seen[key] {
+		return overlay.Item{}, false
+	}
+	seen[key] = true
+	return overlay.Item{Key: key, Deleted: true, Written: d.written}, true
 }
 
 // pushCopies writes items this node holds but may not own to their owners, in batches, and

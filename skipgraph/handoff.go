@@ -916,11 +916,12 @@ func (x *inXfer) deletes(store overlay.Store) []overlay.Item {
 	seen := map[overlay.Key]bool{}
 	for _, set := range []map[overlay.Key]tombstone{x.tombs, x.recent} {
 		for k, d := range set {
-			if _, held, _ := store.Get(k); held || seen[k] || !x.piece.Contains(k) {
+			if !x.piece.Contains(k) {
 				continue
 			}
-			seen[k] = true
-			out = append(out, overlay.Item{Key: k, Deleted: true, Written: d.written})
+			if del, ok := unheldDelete(store, seen, k, d); ok {
+				out = append(out, del)
+			}
 		}
 	}
 	sortClockwise(out, x.piece.Start)
