@@ -1932,6 +1932,9 @@ func (n *Node) onNeighborUpdate(from overlay.Peer, u *pb.NeighborUpdate) {
 		// gave, was set back to the former one, by an update its own failure report drew, owned
 		// that one's old range again and gave half of it to the next joiner (a random case of
 		// TestOverlayProperties; TestUpdateNamingAFormerIncarnationRefused).
+		if l == 0 && u.Side == pb.Side_SIDE_SUCC && passedOn(u) {
+			return // a word passed on only ever shrinks a range (shrinkWhileWaiting)
+		}
 		if node.Incarnation == cur.Incarnation && node.Version >= cur.Version {
 			oldEnd := n.end()
 			*cur = node
@@ -1943,10 +1946,20 @@ func (n *Node) onNeighborUpdate(from overlay.Peer, u *pb.NeighborUpdate) {
 	case l == 0 && u.Side == pb.Side_SIDE_SUCC && node.Start == n.end() && node.ID != n.self.ID:
 		// A node that starts exactly where this range ends (one that joined below the
 		// successor): linking to it leaves the range as it is.
+	case l == 0 && u.Side == pb.Side_SIDE_SUCC && u.AfterFailure && n.unconfirmed() && !n.Busy() && node.ID != n.self.ID &&
+		overlay.StrictlyBetween(n.self.Start, node.Start, n.end()):
+		// A re-admission's word, or one passed on, names a node inside the range of a node that
+		// waits: the piece it was given ends there.
+		n.shrinkWhileWaiting(node, from.ID)
+		return
 	case l == 0 && u.Side == pb.Side_SIDE_SUCC:
 		// The level-0 successor decides where our range ends; it changes only through handoffs
 		// and take-overs, never on a neighbour's word.
 		if !expected || node.ID != n.self.ID {
+			if u.AfterFailure && n.unconfirmed() && !cur.IsZero() && cur.ID != n.self.ID && overlay.StrictlyBetween(n.self.Start, cur.Start, node.Start) {
+				n.listPieceEnd(node)
+				n.passOnPieceEnd(*cur, node)
+			}
 			n.env.Report(overlay.Event{Kind: overlay.EventConflict, Peer: from.ID, Detail: "refused level-0 successor update"})
 			return
 		}
@@ -2020,6 +2033,60 @@ func (n *Node) endMovedUpByWord(oldEnd overlay.Key) {
 	n.debug("end moved up by a neighbour's word; the part marked lost until its copies are whole", func() []zap.Field {
 		return []zap.Field{zap.Stringer("part", part)}
 	})
+}
+
+// passOnPieceEnd passes on to succ, the successor of this waiting node, the word of a node that
+// re-admitted this one (or the word passed on to it): the piece it gave ends at end, a node past
+// succ. succ lies inside that piece, back from standing still beside this node; its own links
+// may have stretched its range far past end, over live nodes, and nobody else can tell it where
+// the piece stops. Passed on with no expected node, the word only ever shrinks a waiting node's
+// range (shrinkWhileWaiting), and only waiting nodes pass it on: a confirmed one that a stale
+// link reached lies outside the piece — a migrant, elsewhere now — and, passed on by it, the
+// word went on round the ring node after node, each made urgent (a third of the ring in a
+// 500-node pause run, while the rule was being written).
+func (n *Node) passOnPieceEnd(succ, end overlay.Peer) {
+	n.failureUpdate(succ.ID, 0, pb.Side_SIDE_SUCC, end, "")
+}
+
+// listPieceEnd puts end, the node a re-admission named as the end of this waiting node's piece,
+// into the successor list in clockwise order, past the entries before it: should the nodes
+// between fail (links from before this node stood still, to migrants gone elsewhere), the
+// take-over stops at end. With the list holding only such a node, it went on past end to a node
+// a level above named, round most of the ring, and the node, never confirmed, gave its place up
+// with its range nobody's until its predecessor found it gone (500 nodes, --pause 0.1 --clients
+// 50 --seed 6, while the rule was being written).
+func (n *Node) listPieceEnd(end overlay.Peer) {
+	if n.listed(end.ID) {
+		return
+	}
+	i := 0
+	for i < len(n.succList) && !overlay.StrictlyBetween(n.self.Start, end.Start, n.succList[i].Start) {
+		i++
+	}
+	n.succList = n.trimSuccList(slices.Insert(slices.Clone(n.succList), i, end))
+}
+
+// passedOn reports whether u is a re-admission's word passed on (passOnPieceEnd).
+func passedOn(u *pb.NeighborUpdate) bool { return u.AfterFailure && len(u.Expect) == 0 }
+
+// shrinkWhileWaiting ends this waiting node's range at node, which by named as its successor
+// after a failure: the word of a node that re-admitted it (or of one the piece was given to
+// before it, passed on), which gives the piece up to its own successor, node. A node back from
+// standing still may have taken ranges over on its stale links meanwhile, up to a node far past
+// the live ones between; kept, that range was confirmed by its neighbours back from the same
+// pause, and it served keys that live nodes held (small pause runs with checked clients, seed
+// 40). Owning less is safe where it waits: what it holds past node goes to the owners as
+// copies, which stand only where newer.
+func (n *Node) shrinkWhileWaiting(node overlay.Peer, by overlay.NodeID) {
+	oldEnd := n.end()
+	n.levels[0].succ = node
+	n.succList = n.trimSuccList(append([]overlay.Peer{node}, n.succList...))
+	past := overlay.Range{Start: node.Start, End: oldEnd}
+	n.forgetLost(past)
+	n.debug("range shrunk on a re-admission's word while waiting", func() []zap.Field {
+		return []zap.Field{zap.String("succ", string(node.ID)), zap.String("by", string(by)), zap.Stringer("given_up", past)}
+	})
+	n.writeOutCopies(past, node.ID, handoffCopies{}, "range shrunk on a re-admission's word while waiting")
 }
 
 // SuccessorItems reports how many items the level-0 successor said it stores in its last answer
