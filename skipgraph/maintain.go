@@ -2076,17 +2076,22 @@ func passedOn(u *pb.NeighborUpdate) bool { return u.AfterFailure && len(u.Expect
 // the live ones between; kept, that range was confirmed by its neighbours back from the same
 // pause, and it served keys that live nodes held (small pause runs with checked clients, seed
 // 40). Owning less is safe where it waits: what it holds past node goes to the owners as
-// copies, which stand only where newer.
+// copies, which stand only where newer, and so do the deletes it remembers there — made in a
+// part it took over while cut off, one was otherwise forgotten, and the owner's older copy of
+// the key stood (TestPartitionProperties, -rapid.seed=1220932).
 func (n *Node) shrinkWhileWaiting(node overlay.Peer, by overlay.NodeID) {
 	oldEnd := n.end()
 	n.levels[0].succ = node
 	n.succList = n.trimSuccList(append([]overlay.Peer{node}, n.succList...))
 	past := overlay.Range{Start: node.Start, End: oldEnd}
-	n.forgetLost(past)
+	copies := n.copiesIn(past)
+	n.deletesWithin(past, func(del overlay.Item, _ time.Time) { copies = append(copies, del) })
+	sortClockwise(copies, past.Start)
+	n.forgetLost(past) // its tombstones there too: gathered above, they go with the copies
 	n.debug("range shrunk on a re-admission's word while waiting", func() []zap.Field {
 		return []zap.Field{zap.String("succ", string(node.ID)), zap.String("by", string(by)), zap.Stringer("given_up", past)}
 	})
-	n.writeOutCopies(past, node.ID, handoffCopies{}, "range shrunk on a re-admission's word while waiting")
+	n.pushCopies(copies, true, 0, node.ID, nil, "range shrunk on a re-admission's word while waiting", nil)
 }
 
 // SuccessorItems reports how many items the level-0 successor said it stores in its last answer

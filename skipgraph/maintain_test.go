@@ -1414,3 +1414,28 @@ func TestPieceEndListedByAWaitingNode(t *testing.T) {
 		t.Fatalf("c owns %s, want %s: the word names no node inside its range", got, want)
 	}
 }
+
+// TestDeletesGoWithARangeShrunkWhileWaiting: c, waiting, took d's range over while cut off from
+// it and deleted 3100 there; d, alive all along, still holds its older copy. Told by a
+// re-admission's word that its piece ends at d, c gives [3000, 4000) up, and its delete goes to
+// d with the copies: forgotten, d's copy of a key whose delete was acknowledged stood
+// (TestPartitionProperties, -rapid.seed=1220932).
+func TestDeletesGoWithARangeShrunkWhileWaiting(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	b, c, d := nw.nodes["b"], nw.nodes["c"], nw.nodes["d"]
+	held, ok, _ := d.Store().Get(k(3100))
+	if !ok {
+		t.Fatal("d holds no 3100")
+	}
+	c.startWait()
+	c.levels[0].succ = nw.nodes["e"].Self()
+	c.tombs.set(k(3100), tombstone{at: c.env.Now(), written: held.Written + 1})
+	c.onNeighborUpdate(b.Self(), &pb.NeighborUpdate{Level: 0, Side: pb.Side_SIDE_SUCC, Node: d.Self().ToPB(), AfterFailure: true})
+	if got, want := c.Range(), (overlay.Range{Start: k(2000), End: k(3000)}); got != want {
+		t.Fatalf("waiting c owns %s after the word, want %s", got, want)
+	}
+	nw.run()
+	if it, ok, _ := d.Store().Get(k(3100)); ok {
+		t.Fatalf("3100 at d: %q, want it deleted by c's later delete", it.Value)
+	}
+}
