@@ -247,6 +247,14 @@ func (n *Node) deletesWithin(r overlay.Range, f func(del overlay.Item, at time.T
 	}
 }
 
+// deleteItemsIn returns every delete this node remembers in r as a delete item with its stamp
+// (deletesWithin): what a node that gives a part up sends with its copies, to stand where newer.
+func (n *Node) deleteItemsIn(r overlay.Range) []overlay.Item {
+	var dels []overlay.Item
+	n.deletesWithin(r, func(del overlay.Item, _ time.Time) { dels = append(dels, del) })
+	return dels
+}
+
 // unheldDelete returns key's delete d as a delete item with its stamp, or false when store holds
 // key again (its value goes instead) or seen has it already (one delete a key); it marks key seen.
 func unheldDelete(store overlay.Store, seen map[overlay.Key]bool, key overlay.Key, d tombstone) (overlay.Item, bool) {

@@ -2084,8 +2084,7 @@ func (n *Node) shrinkWhileWaiting(node overlay.Peer, by overlay.NodeID) {
 	n.levels[0].succ = node
 	n.succList = n.trimSuccList(append([]overlay.Peer{node}, n.succList...))
 	past := overlay.Range{Start: node.Start, End: oldEnd}
-	copies := n.copiesIn(past)
-	n.deletesWithin(past, func(del overlay.Item, _ time.Time) { copies = append(copies, del) })
+	copies := append(n.copiesIn(past), n.deleteItemsIn(past)...)
 	sortClockwise(copies, past.Start)
 	n.forgetLost(past) // its tombstones there too: gathered above, they go with the copies
 	n.debug("range shrunk on a re-admission's word while waiting", func() []zap.Field {

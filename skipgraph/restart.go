@@ -294,7 +294,9 @@ func (n *Node) checkWait() {
 // (those stand), but they may also be the only ones — a node cut off by a partition took
 // handoffs from its own side meanwhile — and dropping them, as we once did, lost items that no
 // crash took. The trade is the joiner's (writeOutJoin): a key deleted in the ring meanwhile comes
-// back. A node that knows nobody keeps waiting.
+// back. The deletes it remembers go with the copies and stand where newer: dropped with its
+// tombstones, an acknowledged delete it had taken alone would be lost
+// (TestNodeGivingItsPlaceUpSendsItsDeletes). A node that knows nobody keeps waiting.
 func (n *Node) rejoinAfresh() {
 	n.joinAgain(n.linkedIDs(), "never confirmed by a predecessor")
 }
@@ -311,12 +313,17 @@ func (n *Node) joinAgain(intro []overlay.NodeID, why string) {
 		n.obs.PieceLeaving(whole) // its load statistics go with the copies
 	}
 	pred, position := n.levels[0].pred.ID, n.self.Start
+	// The deletes it remembers go with its copies, as copies too: some may be acknowledged
+	// deletes it took alone (cut off, holding its neighbours' ranges), which nobody else has.
+	deletes := n.deleteItemsIn(whole)
+	sortClockwise(deletes, position)
 	n.lost = nil
 	n.tombs.clear()
 	n.unconfirmedSince = time.Time{}
 	n.becomeNew()
 	// Once it owns nothing, every item it holds is a copy to write out (copiesIn).
 	n.writeOut(whole, pred, intro[0], handoffCopies{}, why+"; joining again, its items written to their owners through "+string(intro[0]))
+	n.pushCopies(deletes, true, 0, intro[0], nil, why+"; joining again, its deletes", nil)
 	n.join = joinState{}
 	if err := n.Join(intro[0], position, intro[1:]...); err != nil {
 		n.env.Logger().Warn("could not join again", zap.Error(err))
@@ -348,6 +355,11 @@ func (n *Node) linkedIDs() []overlay.NodeID {
 // endWait ends the wait and releases the held requests. Held batch writes go first, so that no
 // held read sees a value older than one acknowledged meanwhile.
 func (n *Node) endWait() {
+	waited := n.env.Now().Sub(n.unconfirmedSince)
+	n.debug("confirmed by both level-0 neighbours", func() []zap.Field {
+		return []zap.Field{zap.Stringer("range", n.Range()), zap.String("pred", string(n.levels[0].pred.ID)),
+			zap.String("succ", string(n.levels[0].succ.ID)), zap.Duration("waited", waited)}
+	})
 	n.unconfirmedSince = time.Time{}
 	// Copies beyond the range it holds now (its successor's start may have moved down while it
 	// was away) are not its own any more; they go to their owners as writes that leave what

@@ -701,3 +701,30 @@ func TestPausedBeforeItsFirstTickWaits(t *testing.T) {
 	}
 	t.Fatal("e, resumed, never found that it had stood still")
 }
+
+// TestNodeGivingItsPlaceUpSendsItsDeletes: b, never confirmed, gives its place up. It remembers
+// deleting 1100 (a delete it took while it held the range alone, say, cut off from the others),
+// later than the copy a holds now: the delete goes out with b's copies and stands at the owner.
+// Dropped with b's tombstones, as it once was, a's older copy of a key whose delete was
+// acknowledged stood (as in TestDeletesGoWithARangeShrunkWhileWaiting).
+func TestNodeGivingItsPlaceUpSendsItsDeletes(t *testing.T) {
+	nw, _, snap := bDeclaredDead(t)
+	b, err := nw.restart("b", snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := nw.nodes["a"]
+	_ = a.Store().Put(overlay.Item{Key: k(1100), Value: []byte("older"), Written: 1})
+	_ = b.Store().Delete(k(1100))
+	b.tombs.set(k(1100), tombstone{at: nw.clock.now, written: 2})
+	b.unconfirmedSince = nw.clock.now.Add(-time.Duration(maxUnconfirmed+1) * nw.cfg.ProbeInterval)
+	b.heardAny = nw.clock.now
+	b.onTick()
+	if b.State() != StateJoining {
+		t.Fatalf("b is %s, not joining again: the test tests nothing", b.State())
+	}
+	nw.advance(3 * time.Minute)
+	if it, ok, _ := nw.owner(k(1100)).Store().Get(k(1100)); ok {
+		t.Fatalf("1100 at its owner %s: %q, want it deleted by b's later delete", nw.owner(k(1100)).ID(), it.Value)
+	}
+}
