@@ -217,18 +217,9 @@ func (n *Node) readmit(x overlay.Peer, ours bool, xWrittenBefore time.Time, why 
 	// Once both writes are stored, the piece's items are all at x but in the parts lost here:
 	// x's own lost marks elsewhere in the piece (from take-overs while it was cut off) go, and
 	// so do this node's, should the piece be back here by then (x left at once).
-	// A node that waits to be confirmed cannot say that it held every item of the piece but in
-	// its lost parts: it may have been replaced while it stood still, and its range may reach
-	// over ranges it took on stale links. Its word dropped the lost marks of every node along
-	// the piece: a waiting node yielded a piece it had held nothing of to a live node, and the
-	// marks of a paused node's range at the next live node went too, which then answered "not
-	// found" for keys the paused node held (skipsim balance --pause 0.1 --pause-for 120s --loss
-	// 0.02 --clients 50 --seed 25). Its copies still go; the marks stay, and reads there answer
-	// LOST until the items are back.
-	vouches := !n.unconfirmed()
 	written, pushed := 0, len(overwrite)+len(keep) > 0
 	whole := func() {
-		if written++; written == 2 && vouches {
+		if written++; written == 2 {
 			n.sendCopiesWhole(piece, holes, pushed)
 		}
 	}
