@@ -255,6 +255,15 @@ func (n *Node) deleteItemsIn(r overlay.Range) []overlay.Item {
 	return dels
 }
 
+// pushDeletes writes dels, deletes with their stamps, to their owners through via (pushCopies),
+// in clockwise order from from, as copies that stand only where newer than what the owners
+// hold; it returns how many.
+func (n *Node) pushDeletes(dels []overlay.Item, from overlay.Key, via overlay.NodeID, why string) int {
+	sortClockwise(dels, from)
+	n.pushCopies(dels, true, 0, via, nil, why, nil)
+	return len(dels)
+}
+
 // unheldDelete returns key's delete d as a delete item with its stamp, or false when store holds
 // key again (its value goes instead) or seen has it already (one delete a key); it marks key seen.
 func unheldDelete(store overlay.Store, seen map[overlay.Key]bool, key overlay.Key, d tombstone) (overlay.Item, bool) {

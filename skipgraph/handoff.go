@@ -334,12 +334,7 @@ func (n *Node) writeOutTakenMeanwhile(r overlay.Range, x *outXfer) {
 			deletes = append(deletes, del)
 		}
 	})
-	if len(deletes) > 0 {
-		sortClockwise(deletes, r.Start)
-		n.pushCopies(deletes, true, 0, via, nil, why, nil)
-		items += len(deletes)
-	}
-	if items > 0 {
+	if items += n.pushDeletes(deletes, r.Start, via, why); items > 0 {
 		n.env.Report(overlay.Event{Kind: overlay.EventConflict, Range: r, Items: items,
 			Detail: fmt.Sprintf("%d items of a part taken over while a piece was handed on written to its new owner", items)})
 	}
@@ -903,14 +898,12 @@ func (n *Node) writeOutIn(x *inXfer, why string) {
 	// (a node back from a pause holds its value from before the delete) stood against the
 	// items' writes, which leave what the owner holds, and the delete, acknowledged at the
 	// giver, was undone (skipsim balance --pause 0.1 --clients 20, small runs).
-	if dels := x.deletes(n.store); len(dels) > 0 {
-		n.pushCopies(dels, true, 0, "", nil, why, nil)
-	}
+	n.pushDeletes(x.deletes(n.store), x.piece.Start, "", why)
 	n.releaseHeld()
 }
 
 // deletes returns the deletes the piece brought — its tombstones and recent deletes — of keys
-// store does not hold again, in clockwise order from the piece's start.
+// store does not hold again.
 func (x *inXfer) deletes(store overlay.Store) []overlay.Item {
 	var out []overlay.Item
 	seen := map[overlay.Key]bool{}
@@ -924,7 +917,6 @@ func (x *inXfer) deletes(store overlay.Store) []overlay.Item {
 			}
 		}
 	}
-	sortClockwise(out, x.piece.Start)
 	return out
 }
 

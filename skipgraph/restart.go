@@ -320,14 +320,13 @@ func (n *Node) joinAgain(intro []overlay.NodeID, why string) {
 	// The deletes it remembers go with its copies, as copies too: some may be acknowledged
 	// deletes it took alone (cut off, holding its neighbours' ranges), which nobody else has.
 	deletes := n.deleteItemsIn(whole)
-	sortClockwise(deletes, position)
 	n.lost = nil
 	n.tombs.clear()
 	n.unconfirmedSince = time.Time{}
 	n.becomeNew()
 	// Once it owns nothing, every item it holds is a copy to write out (copiesIn).
 	n.writeOut(whole, pred, intro[0], handoffCopies{}, why+"; joining again, its items written to their owners through "+string(intro[0]))
-	n.pushCopies(deletes, true, 0, intro[0], nil, why+"; joining again, its deletes", nil)
+	n.pushDeletes(deletes, position, intro[0], why+"; joining again, its deletes")
 	n.join = joinState{}
 	if err := n.Join(intro[0], position, intro[1:]...); err != nil {
 		n.env.Logger().Warn("could not join again", zap.Error(err))
