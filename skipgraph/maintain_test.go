@@ -1345,6 +1345,13 @@ func TestPredecessorsNewStartLeavesTheSuccessorLinkAlone(t *testing.T) {
 	if got, want := c.Range(), (overlay.Range{Start: k(2000), End: k(3500)}); got != want {
 		t.Fatalf("c owns %s while its successor d hands it [3000, 3500); want %s", got, want)
 	}
+	// d's handoff fails, and d, which took c's range over meanwhile, names a start below c's
+	// in its abort: c's range stays as it was rather than wrapping round the circle to d.
+	c.levels[0].succ = d.Self()
+	c.learn(d.Self().WithStart(k(1500), d.Self().Version+3), false)
+	if got, want := c.Range(), (overlay.Range{Start: k(2000), End: k(3000)}); got != want {
+		t.Fatalf("c owns %s after d, handing it [3000, 3500), named a start below c's; want %s", got, want)
+	}
 }
 
 // TestReadmissionsPieceEndPassedOnToAWaitingNode: c, back from a pause beside b, took its
