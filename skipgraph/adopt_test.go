@@ -323,6 +323,31 @@ func TestCopiesWholeDropsMarksOnlyWhereItsCopiesCame(t *testing.T) {
 	}
 }
 
+// TestCopiesWholePassedOnKeepsItsOrigin: d's copies of [1500, 2500) came to b alone, for
+// [1500, 2000); c took [2000, 2500) over without its items and holds none of them. b passes
+// the part past its end on to c with d still named, and c keeps its mark: without the origin,
+// every node after the first dropped its marks whether or not the copies came to it.
+func TestCopiesWholePassedOnKeepsItsOrigin(t *testing.T) {
+	nw := fourNodes(t) // a ["",1000) b [1000,2000) c [2000,3000) d [3000,"")
+	b, c, d := nw.nodes["b"], nw.nodes["c"], nw.nodes["d"].selfRef
+	b.lost.add(overlay.Range{Start: k(1500), End: k(2000)}, nw.clock.now)
+	c.lost.add(overlay.Range{Start: k(2000), End: k(2500)}, nw.clock.now)
+	b.Handle("d", &pb.Envelope{From: d, Body: &pb.Envelope_BatchPut{BatchPut: &pb.BatchPut{
+		ReqId: 1, Origin: d, Route: &pb.Route{Key: []byte(k(1550))}, Copies: true,
+		Items:  []*pb.Item{{Key: []byte(k(1550)), Value: []byte("copy"), Written: 1}},
+		Covers: overlay.Range{Start: k(1500), End: k(2000)}.ToPB()}}})
+	b.Handle("d", &pb.Envelope{From: d, Body: &pb.Envelope_CopiesWhole{CopiesWhole: &pb.CopiesWhole{
+		Route: &pb.Route{Key: []byte(k(1500))}, Range: overlay.Range{Start: k(1500), End: k(2500)}.ToPB(), Origin: d}}})
+	if got := b.LostRanges(); len(got) != 0 {
+		t.Fatalf("b's lost parts after the CopiesWhole: %v, want none", got)
+	}
+	for nw.step() {
+	}
+	if got, want := c.LostRanges(), []overlay.Range{{Start: k(2000), End: k(2500)}}; !slices.Equal(got, want) {
+		t.Fatalf("c's lost parts after the CopiesWhole passed on: %v, want %v", got, want)
+	}
+}
+
 // TestCutCovers: the parts a re-admission's batches account for tile the range they were read
 // from, each ending just past its batch's last key, across the seam too.
 func TestCutCovers(t *testing.T) {

@@ -169,9 +169,11 @@ func (n *Node) onCopiesWhole(c *pb.CopiesWhole) {
 	if mine.IsFull() || end == r.Start || !r.Contains(end) || succ.ID == n.self.ID || c.Hops >= maxCopiesWholeHops {
 		return
 	}
+	// The origin goes on with it: each owner along r drops marks only where the origin's copies
+	// came to it (TestCopiesWholePassedOnKeepsItsOrigin).
 	n.send(succ.ID, &pb.Envelope{Body: &pb.Envelope_CopiesWhole{CopiesWhole: &pb.CopiesWhole{
 		Range: overlay.Range{Start: end, End: r.End}.ToPB(), Holes: c.Holes, Hops: c.Hops + 1,
-		Route: &pb.Route{Key: []byte(end)}}}}, pb.Cause_CAUSE_REPAIR)
+		Route: &pb.Route{Key: []byte(end)}, Origin: c.Origin}}}, pb.Cause_CAUSE_REPAIR)
 }
 
 // markedLost reports whether key lies in a part of this node's range lost with a failed node:
