@@ -377,3 +377,71 @@ func (n *Node) committingHolds(k overlay.Key) bool {
 	}
 	return false
 }
+
+// Re-admission copies in flight. A re-admitted node that waits is confirmed by its
+// re-admitter's pong naming it the successor, and the re-admission's batches go before that pong
+// on the same link — but a batch can be lost, and the node, confirmed on the next pong, served
+// the values the batch would have replaced until its next attempt came (skipsim balance --pause
+// 0.1 --pause-for 120s --loss 0.02 --clients 50 --seed 63). So the re-admitter lists in its
+// level-0 pongs to the node the batches it has no answer to (copiesOwed), and the node counts
+// the pong's word only once it has stored each of them (copiesTaken). On a link that loses
+// nothing the batch is always stored first, and the confirmation comes as soon as before.
+
+// maxCopiesListed bounds the batches a pong lists, and those a waiting node remembers a sender.
+const maxCopiesListed = 64
+
+// copiesOwed are, per re-admitted node, the request IDs of the re-admission batches sent to it
+// that have no answer yet.
+type copiesOwed map[overlay.NodeID][]uint64
+
+// oweCopies records req, a re-admission batch sent to req.via, until it is answered.
+func (n *Node) oweCopies(req *request) {
+	to, id, done := req.via, req.id, req.onDone
+	if n.owed == nil {
+		n.owed = copiesOwed{}
+	}
+	n.owed[to] = append(n.owed[to], id)
+	req.onDone = func(r overlay.Result) {
+		left := slices.DeleteFunc(n.owed[to], func(o uint64) bool { return o == id })
+		if len(left) == 0 {
+			delete(n.owed, to)
+		} else {
+			n.owed[to] = left
+		}
+		if done != nil {
+			done(r)
+		}
+	}
+}
+
+// listFor returns the batches owed to id, at most maxCopiesListed of them, for a pong.
+func (o copiesOwed) listFor(id overlay.NodeID) []uint64 {
+	owed := o[id]
+	return slices.Clone(owed[:min(len(owed), maxCopiesListed)])
+}
+
+// copiesTaken are, per sender, the request IDs of the re-admission batches a waiting node has
+// stored since its wait began, the latest maxCopiesListed of each.
+type copiesTaken map[overlay.NodeID][]uint64
+
+// add records batch id of from as stored.
+func (t *copiesTaken) add(from overlay.NodeID, id uint64) {
+	if *t == nil {
+		*t = copiesTaken{}
+	}
+	ids := append((*t)[from], id)
+	if len(ids) > maxCopiesListed {
+		ids = ids[len(ids)-maxCopiesListed:]
+	}
+	(*t)[from] = ids
+}
+
+// all reports whether every batch of ids from from is stored here.
+func (t copiesTaken) all(from overlay.NodeID, ids []uint64) bool {
+	for _, id := range ids {
+		if !slices.Contains(t[from], id) {
+			return false
+		}
+	}
+	return true
+}

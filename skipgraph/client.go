@@ -166,6 +166,9 @@ func sortClockwise(items []overlay.Item, from overlay.Key) {
 
 // sendBatch starts req as the write of sorted, checked items.
 func (n *Node) sendBatch(req *request, sorted []overlay.Item) {
+	if req.covers != nil && req.via != "" {
+		n.oweCopies(req) // a re-admission's, to the node re-admitted
+	}
 	req.issue = func() {
 		b := &pb.BatchPut{
 			ReqId: req.id, Origin: n.selfRef, Route: &pb.Route{Key: []byte(sorted[0].Key)},
@@ -675,6 +678,9 @@ func (n *Node) onBatchPut(b *pb.BatchPut) {
 	if err == nil && b.Copies && b.Covers != nil {
 		for _, part := range mine.Intersect(overlay.RangeFromPB(b.Covers)) {
 			n.covered.add(overlay.NodeID(b.Origin.GetId()), part, n.env.Now())
+		}
+		if n.unconfirmed() {
+			n.taken.add(overlay.NodeID(b.Origin.GetId()), b.ReqId)
 		}
 	}
 	if err != nil {

@@ -391,6 +391,7 @@ func (n *Node) onPing(from overlay.Peer, p *pb.Ping) {
 			}
 			pong.Items = uint64(n.store.Len())
 			pong.UnwrittenForNanos = uint64(max(n.env.Now().Sub(n.storeWritten), 0))
+			pong.CopiesUnanswered = n.owed.listFor(from.ID)
 		}
 	}
 	if p.Table {

@@ -73,6 +73,10 @@ type Node struct {
 	lost lostSet // parts of the range whose items were lost with failed nodes
 	// covered are the parts of this range that re-admissions' copies came to (coveredParts).
 	covered coveredParts
+	// owed are the re-admission batches this node sent and has no answer to yet; taken, those
+	// it stored while it waited to be confirmed (claim.go, "Re-admission copies in flight").
+	owed  copiesOwed
+	taken copiesTaken
 	// copiesOut are pieces another node may still hold copies of and write back here, as writes
 	// that leave what this node holds: of a handoff this node aborted, or one it received whose
 	// giver may never have heard it commit (expectCopiesBack).

@@ -735,6 +735,7 @@ func invalidCases(n *Node, from *pb.NodeRef) []invalidCase {
 		{"handoff successor list too long", env(&pb.Handoff{XferId: 1, Kind: pb.HandoffKind_HANDOFF_LEAVE, Start: []byte(k(2000)), End: []byte(k(3000)), SuccList: longList, Last: true})},
 		{"pong successor list too long", env(&pb.Pong{Seq: 1, SuccList: longList})},
 		{"pong level table too long", env(&pb.Pong{Seq: 1, Preds: make([]*pb.NodeRef, 65), Succs: make([]*pb.NodeRef, 65)})},
+		{"pong listing too many unanswered batches", env(&pb.Pong{Seq: 1, CopiesUnanswered: make([]uint64, maxCopiesListed+1)})},
 	}
 }
 

@@ -251,7 +251,10 @@ func (n *Node) checkConfirmed(from overlay.Peer, p *pb.Pong) {
 	// of skipsim balance --pause: 19 of 40 small runs answered wrong). Never, two nodes that
 	// are all the ring has (or a ring restored whole from snapshots) would wait for each other
 	// until both gave their places up.
-	if from.ID == lk.pred.ID && overlay.PeerFromPB(p.Succ).ID == n.self.ID && (!p.Unconfirmed || n.waitedLong()) {
+	// Nor does a predecessor that re-admitted this node vouch before its copies are here: the
+	// pong lists those it has no answer to (claim.go, "Re-admission copies in flight").
+	if from.ID == lk.pred.ID && overlay.PeerFromPB(p.Succ).ID == n.self.ID && (!p.Unconfirmed || n.waitedLong()) &&
+		n.taken.all(from.ID, p.CopiesUnanswered) {
 		n.confirmedBy[0] = from.ID
 	}
 	if from.ID == lk.succ.ID && overlay.PeerFromPB(p.Pred).ID == n.self.ID {
@@ -364,6 +367,7 @@ func (n *Node) endWait() {
 			zap.String("succ", string(n.levels[0].succ.ID)), zap.Duration("waited", waited)}
 	})
 	n.unconfirmedSince = time.Time{}
+	n.taken = nil
 	// Copies beyond the range it holds now (its successor's start may have moved down while it
 	// was away) are not its own any more; they go to their owners as writes that leave what
 	// those hold. Dropped, as they once were, they took with them copies a failed write-out had

@@ -220,6 +220,9 @@ func (n *Node) validate(m *pb.Envelope) error {
 		if len(b.Pong.Beyond) > 4*n.cfg.SuccessorListLen {
 			return errors.New("too many successor tables")
 		}
+		if len(b.Pong.CopiesUnanswered) > maxCopiesListed {
+			return errors.New("too many unanswered batches listed")
+		}
 		for _, t := range b.Pong.Beyond {
 			if t == nil || len(t.Preds) > overlay.MaxLevel || len(t.Succs) > overlay.MaxLevel {
 				return errors.New("successor table missing or too long")

@@ -2490,8 +2490,12 @@ type Pong struct {
 	// the deletes the other node made more recently than that are newer than every copy the
 	// responder holds (level-0 pongs; 0 when unknown).
 	UnwrittenForNanos uint64 `protobuf:"varint,13,opt,name=unwritten_for_nanos,json=unwrittenForNanos,proto3" json:"unwritten_for_nanos,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// copies_unanswered: the request IDs of the re-admission batches the responder sent the asker
+	// and has no answer to yet (level-0 pongs to a node it re-admitted). The asker, waiting to be
+	// confirmed, counts the pong's word for its place only once it has stored every one of them.
+	CopiesUnanswered []uint64 `protobuf:"varint,14,rep,packed,name=copies_unanswered,json=copiesUnanswered,proto3" json:"copies_unanswered,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Pong) Reset() {
@@ -2613,6 +2617,13 @@ func (x *Pong) GetUnwrittenForNanos() uint64 {
 		return x.UnwrittenForNanos
 	}
 	return 0
+}
+
+func (x *Pong) GetCopiesUnanswered() []uint64 {
+	if x != nil {
+		return x.CopiesUnanswered
+	}
+	return nil
 }
 
 // LinkTable is a node's neighbours on every level: preds[l] and succs[l] on level l.
@@ -4897,7 +4908,7 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x05level\x18\x02 \x01(\rR\x05level\x12\x14\n" +
 	"\x05table\x18\x03 \x01(\bR\x05table\x12\x1d\n" +
 	"\n" +
-	"check_pred\x18\x04 \x01(\bR\tcheckPred\"\x84\x04\n" +
+	"check_pred\x18\x04 \x01(\bR\tcheckPred\"\xb1\x04\n" +
 	"\x04Pong\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\rR\x05level\x12.\n" +
@@ -4912,7 +4923,8 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	" \x01(\x04R\x05claim\x12 \n" +
 	"\vunconfirmed\x18\v \x01(\bR\vunconfirmed\x12#\n" +
 	"\rpred_answered\x18\f \x01(\bR\fpredAnswered\x12.\n" +
-	"\x13unwritten_for_nanos\x18\r \x01(\x04R\x11unwrittenForNanos\"\x9f\x01\n" +
+	"\x13unwritten_for_nanos\x18\r \x01(\x04R\x11unwrittenForNanos\x12+\n" +
+	"\x11copies_unanswered\x18\x0e \x03(\x04R\x10copiesUnanswered\"\x9f\x01\n" +
 	"\tLinkTable\x12.\n" +
 	"\x04node\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04node\x120\n" +
 	"\x05preds\x18\x02 \x03(\v2\x1a.skiprange.overlay.NodeRefR\x05preds\x120\n" +
