@@ -729,6 +729,18 @@ func TestNodeGivingItsPlaceUpSendsItsDeletes(t *testing.T) {
 	}
 }
 
+// bBackLosingABatch resumes b, paused while a took its range over and keys there were deleted
+// (bPausedAndDeleted), with the first batch a sends b lost on the way.
+func bBackLosingABatch(t *testing.T) (*testNet, *Node) {
+	t.Helper()
+	nw, _ := bPausedAndDeleted(t)
+	nw.drop = func(s sentMsg) bool {
+		return nw.dropped == 0 && s.from == "a" && s.to == "b" && s.m.GetBatchPut() != nil
+	}
+	nw.resume("b")
+	return nw, nw.nodes["b"]
+}
+
 // TestNotConfirmedBeforeTheReadmissionsCopies: as above, a's batch of the deletes made in b's
 // range meanwhile is lost on the way to b. a's pongs name b its successor all along, but they
 // also list the batch, unanswered, and b counts their word for its place only once it has
@@ -736,12 +748,7 @@ func TestNodeGivingItsPlaceUpSendsItsDeletes(t *testing.T) {
 // batch came again (skipsim balance --pause 0.1 --pause-for 120s --loss 0.02 --clients 50
 // --seed 63, 500 nodes: a read a second after the confirmation).
 func TestNotConfirmedBeforeTheReadmissionsCopies(t *testing.T) {
-	nw, _ := bPausedAndDeleted(t)
-	b := nw.nodes["b"]
-	nw.drop = func(s sentMsg) bool {
-		return nw.dropped == 0 && s.from == "a" && s.to == "b" && s.m.GetBatchPut() != nil
-	}
-	nw.resume("b")
+	nw, b := bBackLosingABatch(t)
 	deleted := func() bool {
 		for i := 1000; i < 1500; i += 100 {
 			if _, ok, _ := b.Store().Get(k(i)); ok {
@@ -771,12 +778,7 @@ func TestNotConfirmedBeforeTheReadmissionsCopies(t *testing.T) {
 // meanwhile b served its older values (skipsim balance --pause 0.1 --pause-for 120s --loss 0.02
 // --clients 50 --seed 16, a read 58 s after the re-admission).
 func TestReadmissionsLostBatchSentAgainSoon(t *testing.T) {
-	nw, _ := bPausedAndDeleted(t)
-	b := nw.nodes["b"]
-	nw.drop = func(s sentMsg) bool {
-		return nw.dropped == 0 && s.from == "a" && s.to == "b" && s.m.GetBatchPut() != nil
-	}
-	nw.resume("b")
+	nw, b := bBackLosingABatch(t)
 	for i := 0; nw.dropped == 0; i++ {
 		if i == 1200 {
 			t.Fatal("a sent b no batch in two minutes: the test tests nothing")
