@@ -55,6 +55,9 @@ type pingInfo struct {
 	// cutOff marks a call on a node this node declared dead (callCutOff): its silence is
 	// expected and counts for nothing.
 	cutOff bool
+	// sent is when the ping went out: an answer to one sent before a wait began confirms
+	// nothing (checkConfirmed).
+	sent time.Time
 }
 
 type maintainState struct {
@@ -365,7 +368,7 @@ func (n *Node) sendPing(p overlay.Peer, ping *pb.Ping) uint64 {
 	}
 	n.maintain.nextSeq++
 	ping.Seq = n.maintain.nextSeq
-	n.maintain.pings[ping.Seq] = pingInfo{peer: p.ID, incarnation: p.Incarnation, start: p.Start, level: int(ping.Level)}
+	n.maintain.pings[ping.Seq] = pingInfo{peer: p.ID, incarnation: p.Incarnation, start: p.Start, level: int(ping.Level), sent: n.env.Now()}
 	n.send(p.ID, &pb.Envelope{Body: &pb.Envelope_Ping{Ping: ping}}, pb.Cause_CAUSE_MAINTAIN)
 	n.env.SetTimer(n.cfg.ProbeTimeout, overlay.Timer{Kind: timerPing, ID: ping.Seq})
 	return ping.Seq
@@ -444,7 +447,7 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 	if fromSucc {
 		n.maintain.succItems, n.maintain.succItemsOf, n.maintain.succSucc = int(p.Items), from, overlay.PeerFromPB(p.Succ)
 	}
-	n.checkConfirmed(from, p)
+	n.checkConfirmed(from, p, info.sent)
 	if fromSucc {
 		clear(n.maintain.beyondPreds)
 		clear(n.maintain.vouchAsked)

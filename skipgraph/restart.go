@@ -239,9 +239,9 @@ func (n *Node) startWait() {
 // confirm a range that still covers live nodes, which it would then serve beside them (found by
 // the docker chaos test: an acknowledged write taken by such a node, and a stale read from the
 // real owner).
-func (n *Node) checkConfirmed(from overlay.Peer, p *pb.Pong) {
-	if !n.unconfirmed() {
-		return
+func (n *Node) checkConfirmed(from overlay.Peer, p *pb.Pong, sent time.Time) {
+	if !n.unconfirmed() || sent.Before(n.unconfirmedSince) {
+		return // an answer to a ping from before the wait (one held while the node stood still) says nothing of now
 	}
 	lk := n.levels[0]
 	// A predecessor that waits itself (it stood still too) vouches only once this node has

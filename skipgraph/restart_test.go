@@ -645,12 +645,12 @@ func TestWaitingNodeWithoutPredecessorNotConfirmed(t *testing.T) {
 	c, b, d := nw.nodes["c"], nw.nodes["b"], nw.nodes["d"]
 	c.startWait()
 	c.levels[0].pred = overlay.Peer{}
-	c.checkConfirmed(d.Self(), &pb.Pong{Pred: c.Self().ToPB(), Succ: nw.nodes["e"].Self().ToPB()})
+	c.checkConfirmed(d.Self(), &pb.Pong{Pred: c.Self().ToPB(), Succ: nw.nodes["e"].Self().ToPB()}, nw.clock.now)
 	if !c.unconfirmed() {
 		t.Fatal("c, knowing no predecessor, was confirmed by its successor's word alone")
 	}
 	c.levels[0].pred = b.Self()
-	c.checkConfirmed(b.Self(), &pb.Pong{Pred: nw.nodes["a"].Self().ToPB(), Succ: c.Self().ToPB()})
+	c.checkConfirmed(b.Self(), &pb.Pong{Pred: nw.nodes["a"].Self().ToPB(), Succ: c.Self().ToPB()}, nw.clock.now)
 	if c.unconfirmed() {
 		t.Fatal("c, named by its predecessor and its successor, still waits")
 	}
@@ -790,5 +790,27 @@ func TestReadmissionsLostBatchSentAgainSoon(t *testing.T) {
 		if it, ok, _ := b.Store().Get(k(i)); ok {
 			t.Fatalf("%d at b %s after a's lost batch, %q: its deletes not sent again", i, nw.clock.now.Sub(time.Unix(1_700_000_000, 0)), it.Value)
 		}
+	}
+}
+
+// TestAnswerFromBeforeAWaitConfirmsNothing: b pinged its predecessor a just before it stood
+// still, and a's answer, naming b its successor, was held with b. Read after b's wait began, it
+// counted as a's word for b's place now — a had since given up linking to b — and b, its
+// successor back from the same pause vouching too, was confirmed two seconds after its return
+// and served values older than writes taken meanwhile (small runs with a fifth paused, seed 132).
+func TestAnswerFromBeforeAWaitConfirmsNothing(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	a, b := nw.nodes["a"], nw.nodes["b"]
+	seq := b.ping(a.Self(), 0, false)
+	nw.clock.now = nw.clock.now.Add(time.Second)
+	b.startWait()
+	b.onPong(a.Self(), &pb.Pong{Seq: seq, Level: 0, Pred: nw.nodes["e"].Self().ToPB(), Succ: b.Self().ToPB()})
+	if b.confirmedBy[0] != "" {
+		t.Fatal("a's answer to a ping sent before b's wait began counted as its word now")
+	}
+	seq = b.ping(a.Self(), 0, false)
+	b.onPong(a.Self(), &pb.Pong{Seq: seq, Level: 0, Pred: nw.nodes["e"].Self().ToPB(), Succ: b.Self().ToPB()})
+	if b.confirmedBy[0] != "a" {
+		t.Fatal("a's answer to a ping sent during b's wait did not count")
 	}
 }
