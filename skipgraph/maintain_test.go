@@ -1354,6 +1354,27 @@ func TestPredecessorsNewStartLeavesTheSuccessorLinkAlone(t *testing.T) {
 	}
 }
 
+// TestSuccessorListKeepsItsOrder: c stood still while d took its range over and then a piece from
+// below, so that d now starts below c. d's new start leaves c's range as it is
+// (succStartMovedUp), and its successor-list entry too: taken there, the list ran round the
+// circle, c's pongs passed it to b, and b, when c gave its place up, took over up to d — most of
+// the ring. A start the link takes (d's start moved down, above c's) the list takes too.
+func TestSuccessorListKeepsItsOrder(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	c, d := nw.nodes["c"], nw.nodes["d"]
+	if len(c.succList) < 2 || c.succList[0].ID != "d" {
+		t.Fatalf("c's successor list %v does not start with d: the test tests nothing", c.succList)
+	}
+	c.learn(d.Self().WithStart(k(1500), d.Self().Version+1), false)
+	if got := c.succList[0].Start; got != k(3000) {
+		t.Fatalf("c's successor list names d at %s after d moved below c; want it left at 3000", overlay.FormatKey(got))
+	}
+	c.learn(d.Self().WithStart(k(2500), d.Self().Version+2), false)
+	if got := c.succList[0].Start; got != k(2500) || c.Range().End != k(2500) {
+		t.Fatalf("c's successor list names d at %s, c owns %s after d's start moved down to 2500; want 2500 in both", overlay.FormatKey(got), c.Range())
+	}
+}
+
 // TestReadmissionsPieceEndPassedOnToAWaitingNode: c, back from a pause beside b, took its
 // successor's range over on stale links, up to e, over d, which is alive. a re-admits b and
 // names d as the end of the piece it gives; b's successor c lies before d, so b passes the word
