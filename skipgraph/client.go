@@ -166,8 +166,8 @@ func sortClockwise(items []overlay.Item, from overlay.Key) {
 
 // sendBatch starts req as the write of sorted, checked items.
 func (n *Node) sendBatch(req *request, sorted []overlay.Item) {
-	if req.covers != nil && req.via != "" {
-		n.oweCopies(req) // a re-admission's, to the node re-admitted
+	if req.readmission() {
+		n.oweCopies(req) // sent to the node re-admitted, which waits for it
 	}
 	req.issue = func() {
 		b := &pb.BatchPut{
@@ -399,6 +399,10 @@ func (n *Node) onRequestTimeout(id uint64) {
 	n.failNow(req, pb.Status_STATUS_ERROR, fmt.Errorf("no answer after %d attempts of %s", req.attempt, n.attemptTimeout(req)))
 }
 
+// readmission reports whether req is a batch of a re-admission's copies, the only kind that
+// says which part of its range it accounts for (covers).
+func (r *request) readmission() bool { return r.covers != nil }
+
 // attemptTimeout is how long one attempt of req waits for its answer. A re-admission's batch
 // (one that says what part of the piece it covers) goes straight to the node re-admitted,
 // which may be confirmed by the next pong that names it a successor, its copies taken for
@@ -406,7 +410,7 @@ func (n *Node) onRequestTimeout(id uint64) {
 // the node served its older values (skipsim balance --pause 0.1 --pause-for 120s --loss 0.02
 // --clients 50). Its attempts are short, and as many more as fit in the same time.
 func (n *Node) attemptTimeout(req *request) time.Duration {
-	if req.covers != nil {
+	if req.readmission() {
 		return readmitAttemptProbes * n.cfg.ProbeTimeout
 	}
 	return n.cfg.RequestTimeout
@@ -414,7 +418,7 @@ func (n *Node) attemptTimeout(req *request) time.Duration {
 
 // attempts is how many attempts req makes (attemptTimeout).
 func (n *Node) attempts(req *request) int {
-	if req.covers != nil {
+	if req.readmission() {
 		return max(n.cfg.RequestAttempts, int(time.Duration(n.cfg.RequestAttempts)*n.cfg.RequestTimeout/n.attemptTimeout(req)))
 	}
 	return n.cfg.RequestAttempts
