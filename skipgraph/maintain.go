@@ -433,6 +433,9 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 		}}}, pb.Cause_CAUSE_MAINTAIN)
 		return
 	}
+	if !p.Unconfirmed && n.unconfirmed() && !info.sent.Before(n.unconfirmedSince) {
+		n.liveHeard = true
+	}
 	if !n.Owns() || info.level != 0 {
 		return
 	}

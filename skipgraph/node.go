@@ -121,6 +121,9 @@ type Node struct {
 	// confirmedBy names the predecessor and the successor whose pongs vouched for this node's
 	// range during the wait (checkConfirmed).
 	confirmedBy [2]overlay.NodeID
+	// liveHeard is set when a node that waits for nobody answered a ping of this wait: the ring
+	// has live nodes, and a waiting predecessor's word no longer vouches (checkConfirmed).
+	liveHeard bool
 	// predHeard is when the level-0 predecessor (predHeardID) was last heard from.
 	predHeard   time.Time
 	predHeardID overlay.NodeID

@@ -228,6 +228,7 @@ const maxUnconfirmed = 20
 func (n *Node) startWait() {
 	n.unconfirmedSince = n.env.Now()
 	n.confirmedBy = [2]overlay.NodeID{}
+	n.liveHeard = false
 }
 
 // checkConfirmed ends a waiting node's wait once both level-0 neighbours vouch for its range:
@@ -250,10 +251,16 @@ func (n *Node) checkConfirmed(from overlay.Peer, p *pb.Pong, sent time.Time) {
 	// once, the second served its older values until that node found it (the checked clients
 	// of skipsim balance --pause: 19 of 40 small runs answered wrong). Never, two nodes that
 	// are all the ring has (or a ring restored whole from snapshots) would wait for each other
-	// until both gave their places up.
+	// until both gave their places up. And only while no live node has answered this node
+	// during its wait (liveHeard): where the ring has live nodes, one of them holds this range
+	// if the predecessor was taken for dead, and only its re-admission confirms. Three nodes
+	// paused side by side came back inside the range of a live holder that changed every ten to
+	// forty seconds (NIXes, a join, a leave), which found none of them in time; after waitedLong
+	// the two outer ones confirmed the middle one, which served values older than writes the
+	// holder had taken (small runs, a fifth paused, seed 87).
 	// Nor does a predecessor that re-admitted this node vouch before its copies are here: the
 	// pong lists those it has no answer to (claim.go, "Re-admission copies in flight").
-	if from.ID == lk.pred.ID && overlay.PeerFromPB(p.Succ).ID == n.self.ID && (!p.Unconfirmed || n.waitedLong()) &&
+	if from.ID == lk.pred.ID && overlay.PeerFromPB(p.Succ).ID == n.self.ID && (!p.Unconfirmed || n.waitedLong() && !n.liveHeard) &&
 		n.taken.all(from.ID, p.CopiesUnanswered) {
 		n.confirmedBy[0] = from.ID
 	}

@@ -814,3 +814,29 @@ func TestAnswerFromBeforeAWaitConfirmsNothing(t *testing.T) {
 		t.Fatal("a's answer to a ping sent during b's wait did not count")
 	}
 }
+
+// TestWaitingPredecessorsWordNotTakenWhereLiveNodesAnswer: b, c and d stood still side by side,
+// and c has waited long. Its waiting neighbours' word confirms it only while it has heard no
+// live node: with three paused side by side (small runs, a fifth paused, seed 87), b and d
+// confirmed c after waitedLong while a live node held all three ranges, and c served values
+// older than writes that node had taken. A ring whose every node waits (all paused, or
+// restored from snapshots) still confirms itself so.
+func TestWaitingPredecessorsWordNotTakenWhereLiveNodesAnswer(t *testing.T) {
+	for _, live := range []bool{false, true} {
+		nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+		b, c, d, e := nw.nodes["b"], nw.nodes["c"], nw.nodes["d"], nw.nodes["e"]
+		c.startWait()
+		c.unconfirmedSince = nw.clock.now.Add(-maxUnconfirmed * c.cfg.ProbeInterval * 7 / 8)
+		if live {
+			seq := c.ping(e.Self(), 1, false)
+			c.onPong(e.Self(), &pb.Pong{Seq: seq, Level: 1, Pred: d.Self().ToPB(), Succ: nw.nodes["a"].Self().ToPB()})
+		}
+		seq := c.ping(b.Self(), 0, false)
+		c.onPong(b.Self(), &pb.Pong{Seq: seq, Level: 0, Pred: nw.nodes["a"].Self().ToPB(), Succ: c.Self().ToPB(), Unconfirmed: true})
+		seq = c.ping(d.Self(), 0, false)
+		c.onPong(d.Self(), &pb.Pong{Seq: seq, Level: 0, Pred: c.Self().ToPB(), Succ: e.Self().ToPB(), Unconfirmed: true})
+		if c.unconfirmed() != live {
+			t.Fatalf("a live node answered c during its wait: %v; c still waits: %v", live, c.unconfirmed())
+		}
+	}
+}
