@@ -685,6 +685,7 @@ func (n *Node) onBatchPut(b *pb.BatchPut) {
 		}
 		if n.unconfirmed() {
 			n.taken.add(overlay.NodeID(b.Origin.GetId()), b.ReqId)
+			n.readmittedBy(overlay.PeerFromPB(b.Origin))
 		}
 	}
 	if err != nil {

@@ -55,6 +55,9 @@ type pingInfo struct {
 	// cutOff marks a call on a node this node declared dead (callCutOff): its silence is
 	// expected and counts for nothing.
 	cutOff bool
+	// readmitter marks a call on a node that re-admitted this one, for its word on the copies
+	// it sent (callReadmitters): its silence counts for nothing.
+	readmitter bool
 	// sent is when the ping went out: an answer to one sent before a wait began confirms
 	// nothing (checkConfirmed).
 	sent time.Time
@@ -383,6 +386,14 @@ func (n *Node) onPing(from overlay.Peer, p *pb.Ping) {
 	}
 	if p.Level == 0 && len(n.levels) > 0 && from.ID == n.levels[0].pred.ID {
 		n.maintain.predPinged, n.maintain.predPingedBy = n.env.Now(), from.ID
+		if n.unconfirmed() && n.confirmedBy[0] != from.ID {
+			// A waiting node asks its predecessor for its word at once when pinged by it: a
+			// predecessor just confirmed pings its successor (endWait), and a chain of nodes
+			// back from a pause side by side is confirmed at the pace of messages, not of one
+			// tick a node (eight in a row: the last three ran out of maxUnconfirmed and joined
+			// afresh; small runs, a third paused, seed 10).
+			n.ping(from, 0, false)
+		}
 	}
 	n.stampClaim()
 	pong := &pb.Pong{Seq: p.Seq, Level: p.Level, Claim: n.claim, Unconfirmed: n.unconfirmed()}
@@ -690,6 +701,10 @@ func (n *Node) onPingTimeout(seq uint64) {
 		return
 	}
 	delete(n.maintain.pings, seq)
+	if info.readmitter {
+		n.readmitterSilent(info.peer)
+		return
+	}
 	if info.vouchFor != "" || info.cutOff {
 		return // a ping asked for by another node, or a call on a node found dead before
 	}

@@ -124,6 +124,9 @@ type Node struct {
 	// liveHeard is set when a node that waits for nobody answered a ping of this wait: the ring
 	// has live nodes, and a waiting predecessor's word no longer vouches (checkConfirmed).
 	liveHeard bool
+	// readmitters are the nodes whose re-admission batches this waiting node stored, and
+	// whether each has since answered it listing none it did not store (checkConfirmed).
+	readmitters map[overlay.NodeID]readmitter
 	// predHeard is when the level-0 predecessor (predHeardID) was last heard from.
 	predHeard   time.Time
 	predHeardID overlay.NodeID

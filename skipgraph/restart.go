@@ -229,6 +229,10 @@ func (n *Node) startWait() {
 	n.unconfirmedSince = n.env.Now()
 	n.confirmedBy = [2]overlay.NodeID{}
 	n.liveHeard = false
+	for id, r := range n.readmitters {
+		r.answered = false
+		n.readmitters[id] = r
+	}
 }
 
 // checkConfirmed ends a waiting node's wait once both level-0 neighbours vouch for its range:
@@ -259,7 +263,8 @@ func (n *Node) checkConfirmed(from overlay.Peer, p *pb.Pong, sent time.Time) {
 	// the two outer ones confirmed the middle one, which served values older than writes the
 	// holder had taken (small runs, a fifth paused, seed 87).
 	// Nor does a predecessor that re-admitted this node vouch before its copies are here: the
-	// pong lists those it has no answer to (claim.go, "Re-admission copies in flight").
+	// pong lists those it has no answer to (claim.go, "Re-admission copies in flight"); and
+	// whoever vouches, every re-admitter must have answered so (readmittersAnswered).
 	if from.ID == lk.pred.ID && overlay.PeerFromPB(p.Succ).ID == n.self.ID && (!p.Unconfirmed || n.waitedLong() && !n.liveHeard) &&
 		n.taken.all(from.ID, p.CopiesUnanswered) {
 		n.confirmedBy[0] = from.ID
@@ -267,13 +272,87 @@ func (n *Node) checkConfirmed(from overlay.Peer, p *pb.Pong, sent time.Time) {
 	if from.ID == lk.succ.ID && overlay.PeerFromPB(p.Pred).ID == n.self.ID {
 		n.confirmedBy[1] = from.ID
 	}
+	if r, ok := n.readmitters[from.ID]; ok && n.taken.all(from.ID, p.CopiesUnanswered) {
+		r.answered = true
+		n.readmitters[from.ID] = r
+	}
 	// A node that knows no predecessor (it found the one it had gone: a migrant that left the
 	// place next to it while it stood still) has nobody's word for the start of its range yet,
 	// however its successor answers: it waits for a predecessor to link to it. Confirmed by the
 	// successor alone, two nodes paused side by side served their stale values, acknowledged
 	// writes made meanwhile unread (the checked clients of skipsim balance found it).
-	if !lk.pred.IsZero() && !lk.succ.IsZero() && n.confirmedBy[0] == lk.pred.ID && n.confirmedBy[1] == lk.succ.ID {
+	if !lk.pred.IsZero() && !lk.succ.IsZero() && n.confirmedBy[0] == lk.pred.ID && n.confirmedBy[1] == lk.succ.ID &&
+		n.readmittersAnswered() {
 		n.endWait()
+	}
+}
+
+// readmitter is a node that sent a waiting node re-admission batches: its peer, to call it, and
+// whether it has answered a call of this wait listing no batch the node did not store.
+type readmitter struct {
+	peer     overlay.Peer
+	answered bool
+	missed   int // calls unanswered in a row
+}
+
+// readmitterMisses is how many calls in a row a re-admitter may leave unanswered before its
+// word is no longer waited for: a node that left, or joins again elsewhere, answers none, and
+// the node it re-admitted waited until it gave its own place up (small runs, a fifth paused,
+// seed 129: four nodes in a row).
+const readmitterMisses = 3
+
+// readmitterSilent counts a call on re-admitter id unanswered, and stops waiting for its word
+// after readmitterMisses of them.
+func (n *Node) readmitterSilent(id overlay.NodeID) {
+	r, ok := n.readmitters[id]
+	if !ok {
+		return
+	}
+	if r.missed++; r.missed >= readmitterMisses {
+		delete(n.readmitters, id)
+		return
+	}
+	n.readmitters[id] = r
+}
+
+// readmittedBy records p as a re-admitter of this waiting node: its word on the copies it sent
+// is waited for, whoever vouches. Confirmed by a predecessor that had not re-admitted it, with a
+// re-admitter's batch lost on the way, a node served a value whose delete that batch carried
+// (small runs, a fifth paused, 2% loss, seed 15, once waiting chains were confirmed at the pace
+// of messages).
+func (n *Node) readmittedBy(p overlay.Peer) {
+	if p.ID == n.self.ID {
+		return
+	}
+	if n.readmitters == nil {
+		n.readmitters = map[overlay.NodeID]readmitter{}
+	}
+	n.readmitters[p.ID] = readmitter{peer: p}
+}
+
+// readmittersAnswered reports whether every re-admitter has answered during this wait listing
+// no batch this node did not store.
+func (n *Node) readmittersAnswered() bool {
+	for _, r := range n.readmitters {
+		if !r.answered {
+			return false
+		}
+	}
+	return true
+}
+
+// callReadmitters pings, once a tick, the re-admitters that have not answered: their level-0
+// pongs list the batches they sent this node and have no answer to.
+func (n *Node) callReadmitters() {
+	for _, r := range n.readmitters {
+		if r.answered {
+			continue
+		}
+		seq := n.ping(r.peer, 0, false)
+		if info, ok := n.maintain.pings[seq]; ok {
+			info.readmitter = true
+			n.maintain.pings[seq] = info
+		}
 	}
 }
 
@@ -296,7 +375,9 @@ func (n *Node) checkWait() {
 	}
 	if now.Sub(n.unconfirmedSince) > maxUnconfirmed*n.cfg.ProbeInterval {
 		n.rejoinAfresh()
+		return
 	}
+	n.callReadmitters()
 }
 
 // rejoinAfresh gives up a place that no predecessor confirmed in maxUnconfirmed probe intervals
@@ -332,7 +413,7 @@ func (n *Node) joinAgain(intro []overlay.NodeID, why string) {
 	deletes := n.deleteItemsIn(whole)
 	n.lost = nil
 	n.tombs.clear()
-	n.unconfirmedSince = time.Time{}
+	n.unconfirmedSince, n.readmitters = time.Time{}, nil
 	n.becomeNew()
 	// Once it owns nothing, every item it holds is a copy to write out (copiesIn).
 	n.writeOut(whole, pred, intro[0], handoffCopies{}, why+"; joining again, its items written to their owners through "+string(intro[0]))
@@ -374,7 +455,10 @@ func (n *Node) endWait() {
 			zap.String("succ", string(n.levels[0].succ.ID)), zap.Duration("waited", waited)}
 	})
 	n.unconfirmedSince = time.Time{}
-	n.taken = nil
+	n.taken, n.readmitters = nil, nil
+	if s := n.levels[0].succ; !n.isSelf(s) {
+		n.ping(s, 0, false) // a successor that waits asks for this node's word in return (onPing)
+	}
 	// Copies beyond the range it holds now (its successor's start may have moved down while it
 	// was away) are not its own any more; they go to their owners as writes that leave what
 	// those hold. Dropped, as they once were, they took with them copies a failed write-out had

@@ -840,3 +840,88 @@ func TestWaitingPredecessorsWordNotTakenWhereLiveNodesAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitingNodeAsksItsPredecessorWhenPinged: a waiting node pinged by its predecessor asks for
+// its word at once, and a node whose wait ends pings its successor: a chain of nodes back side by
+// side is confirmed at the pace of messages. At one node a tick, the last three of eight ran out
+// of maxUnconfirmed and joined afresh (small runs, a third paused, seed 10).
+func TestWaitingNodeAsksItsPredecessorWhenPinged(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	b, c := nw.nodes["b"], nw.nodes["c"]
+	pingsTo := func(to overlay.NodeID) (n int) {
+		for _, m := range nw.queue {
+			if m.m.GetPing() != nil && m.to == to {
+				n++
+			}
+		}
+		return n
+	}
+	b.startWait()
+	c.startWait()
+	nw.queue = nil
+	b.endWait()
+	if pingsTo("c") != 1 {
+		t.Fatalf("b, its wait over, sent its successor %d pings, want 1", pingsTo("c"))
+	}
+	c.onPing(b.Self(), &pb.Ping{Seq: 1, Level: 0})
+	if pingsTo("b") != 1 {
+		t.Fatalf("c, waiting, pinged by its predecessor, pinged it %d times, want 1", pingsTo("b"))
+	}
+	c.confirmedBy[0] = "b"
+	c.onPing(b.Self(), &pb.Ping{Seq: 2, Level: 0})
+	if pingsTo("b") != 1 {
+		t.Fatal("c pinged its predecessor again though it has its word")
+	}
+}
+
+// TestWaitingNodeWaitsForItsReadmittersWord: c, waiting, stored a re-admission batch from e, a
+// node that is not its predecessor. Its neighbours' word does not end the wait until e answers
+// listing no batch c has not stored: confirmed by a predecessor that had not re-admitted it,
+// with another of e's batches lost, a node served a value whose delete that batch carried
+// (small runs, a fifth paused, 2% loss, seed 15). A re-admitter silent for readmitterMisses
+// calls (it left, or joins again elsewhere) is waited for no more.
+func TestWaitingNodeWaitsForItsReadmittersWord(t *testing.T) {
+	for _, silent := range []bool{false, true} {
+		nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+		b, c, d, e := nw.nodes["b"], nw.nodes["c"], nw.nodes["d"], nw.nodes["e"]
+		c.startWait()
+		c.taken.add("e", 41)
+		c.readmittedBy(e.Self())
+		vouch := func() {
+			seq := c.ping(b.Self(), 0, false)
+			c.onPong(b.Self(), &pb.Pong{Seq: seq, Level: 0, Pred: nw.nodes["a"].Self().ToPB(), Succ: c.Self().ToPB()})
+			seq = c.ping(d.Self(), 0, false)
+			c.onPong(d.Self(), &pb.Pong{Seq: seq, Level: 0, Pred: c.Self().ToPB(), Succ: e.Self().ToPB()})
+		}
+		vouch()
+		if !c.unconfirmed() {
+			t.Fatal("c was confirmed before its re-admitter e answered")
+		}
+		if silent {
+			for range readmitterMisses {
+				c.callReadmitters()
+				for seq, info := range c.maintain.pings {
+					if info.peer == "e" {
+						c.onPingTimeout(seq)
+					}
+				}
+			}
+			vouch()
+			if c.unconfirmed() {
+				t.Fatal("c still waits for a re-admitter silent for readmitterMisses calls")
+			}
+			continue
+		}
+		seq := c.ping(e.Self(), 0, false)
+		c.onPong(e.Self(), &pb.Pong{Seq: seq, Level: 0, CopiesUnanswered: []uint64{42}})
+		vouch()
+		if !c.unconfirmed() {
+			t.Fatal("c was confirmed while e lists a batch c never stored")
+		}
+		seq = c.ping(e.Self(), 0, false)
+		c.onPong(e.Self(), &pb.Pong{Seq: seq, Level: 0, CopiesUnanswered: []uint64{41}})
+		if c.unconfirmed() {
+			t.Fatal("c still waits though e lists only a batch it stored")
+		}
+	}
+}
