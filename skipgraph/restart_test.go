@@ -828,13 +828,10 @@ func TestWaitingPredecessorsWordNotTakenWhereLiveNodesAnswer(t *testing.T) {
 		c.startWait()
 		c.unconfirmedSince = nw.clock.now.Add(-maxUnconfirmed * c.cfg.ProbeInterval * 7 / 8)
 		if live {
-			seq := c.ping(e.Self(), 1, false)
-			c.onPong(e.Self(), &pb.Pong{Seq: seq, Level: 1, Pred: d.Self().ToPB(), Succ: nw.nodes["a"].Self().ToPB()})
+			answer(c, e, 1, &pb.Pong{Pred: d.Self().ToPB(), Succ: nw.nodes["a"].Self().ToPB()})
 		}
-		seq := c.ping(b.Self(), 0, false)
-		c.onPong(b.Self(), &pb.Pong{Seq: seq, Level: 0, Pred: nw.nodes["a"].Self().ToPB(), Succ: c.Self().ToPB(), Unconfirmed: true})
-		seq = c.ping(d.Self(), 0, false)
-		c.onPong(d.Self(), &pb.Pong{Seq: seq, Level: 0, Pred: c.Self().ToPB(), Succ: e.Self().ToPB(), Unconfirmed: true})
+		answer(c, b, 0, &pb.Pong{Pred: nw.nodes["a"].Self().ToPB(), Succ: c.Self().ToPB(), Unconfirmed: true})
+		answer(c, d, 0, &pb.Pong{Pred: c.Self().ToPB(), Succ: e.Self().ToPB(), Unconfirmed: true})
 		if c.unconfirmed() != live {
 			t.Fatalf("a live node answered c during its wait: %v; c still waits: %v", live, c.unconfirmed())
 		}
@@ -888,10 +885,8 @@ func TestWaitingNodeWaitsForItsReadmittersWord(t *testing.T) {
 		c.taken.add("e", 41)
 		c.readmittedBy(e.Self())
 		vouch := func() {
-			seq := c.ping(b.Self(), 0, false)
-			c.onPong(b.Self(), &pb.Pong{Seq: seq, Level: 0, Pred: nw.nodes["a"].Self().ToPB(), Succ: c.Self().ToPB()})
-			seq = c.ping(d.Self(), 0, false)
-			c.onPong(d.Self(), &pb.Pong{Seq: seq, Level: 0, Pred: c.Self().ToPB(), Succ: e.Self().ToPB()})
+			answer(c, b, 0, &pb.Pong{Pred: nw.nodes["a"].Self().ToPB(), Succ: c.Self().ToPB()})
+			answer(c, d, 0, &pb.Pong{Pred: c.Self().ToPB(), Succ: e.Self().ToPB()})
 		}
 		vouch()
 		if !c.unconfirmed() {
@@ -912,16 +907,20 @@ func TestWaitingNodeWaitsForItsReadmittersWord(t *testing.T) {
 			}
 			continue
 		}
-		seq := c.ping(e.Self(), 0, false)
-		c.onPong(e.Self(), &pb.Pong{Seq: seq, Level: 0, CopiesUnanswered: []uint64{42}})
+		answer(c, e, 0, &pb.Pong{CopiesUnanswered: []uint64{42}})
 		vouch()
 		if !c.unconfirmed() {
 			t.Fatal("c was confirmed while e lists a batch c never stored")
 		}
-		seq = c.ping(e.Self(), 0, false)
-		c.onPong(e.Self(), &pb.Pong{Seq: seq, Level: 0, CopiesUnanswered: []uint64{41}})
+		answer(c, e, 0, &pb.Pong{CopiesUnanswered: []uint64{41}})
 		if c.unconfirmed() {
 			t.Fatal("c still waits though e lists only a batch it stored")
 		}
 	}
+}
+
+// answer has n ping from at level and take p as from's answer to it.
+func answer(n, from *Node, level int, p *pb.Pong) {
+	p.Seq, p.Level = n.ping(from.Self(), level, false), uint32(level)
+	n.onPong(from.Self(), p)
 }
