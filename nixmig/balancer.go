@@ -130,8 +130,9 @@ type initiatedWave struct {
 }
 
 type backoffState struct {
-	fails int
-	until time.Time
+	fails  int
+	until  time.Time
+	facing overlay.NodeID // the neighbour that way when the last wave failed
 }
 
 // sideStat is an exponentially decaying count of lock requests received from one side.

@@ -145,6 +145,10 @@ type Config struct {
 	// ends before a node clearly over thres itself, the node before it seeking migrants for its
 	// own excess (endsBeforeOverloaded).
 	FaithfulChain bool
+	// FaithfulBackoff: a side's back-off after failed waves runs its time out (SPEC §6.5).
+	// Ours: it ends, its failures forgotten, once the neighbour that way is no longer the one
+	// the failed waves met (Balancer.backedOff).
+	FaithfulBackoff bool
 	// IBInterval and IBEpsilon: Item Balancing's probe period and lightness ratio. IBInterval is
 	// also how long the threshold algorithm waits before sampling again at a level where its
 	// last sample found nothing to do.
@@ -221,11 +225,12 @@ func (c Config) maxTTL() int { return max(c.TTL, c.TTLMax) }
 // Faithful returns c with the thesis's literal rules wherever ours differ: no headroom, waves
 // planned with bare excesses, its exNodes and migrant-share formulas, an exam that ends at the
 // first candidate M that accepts, a NIX phase that follows the exam and runs one member after
-// another, any light node a migrant whatever it stores and leaving its whole range to M.
+// another, any light node a migrant whatever it stores and leaving its whole range to M, and
+// back-offs that run their time out.
 func (c Config) Faithful() Config {
 	c.Headroom, c.Settle, c.TTLMax = 0, false, 0
 	c.FaithfulMoved, c.FaithfulExNodes, c.FaithfulMigShare, c.FaithfulRemote = true, true, true, true
-	c.FaithfulPhases, c.FaithfulMigrants, c.FaithfulChain = true, true, true
+	c.FaithfulPhases, c.FaithfulMigrants, c.FaithfulChain, c.FaithfulBackoff = true, true, true, true
 	return c
 }
 

@@ -114,7 +114,7 @@ func (b *Balancer) chooseDirection(now time.Time, settle bool) (pb.Side, bool) {
 	if settle {
 		backoff = &b.settleBackoff
 	}
-	predOK, succOK := !now.Before(backoff[pred].until), !now.Before(backoff[succ].until)
+	predOK, succOK := b.backedOff(&backoff[pred], pred, now), b.backedOff(&backoff[succ], succ, now)
 	switch {
 	case predOK && !succOK:
 		return pred, true
@@ -134,6 +134,20 @@ func (b *Balancer) chooseDirection(now time.Time, settle bool) (pb.Side, bool) {
 	default:
 		return succ, true
 	}
+}
+
+// backedOff reports whether the back-off st of side s is over: its time has passed, or the
+// neighbour that way is no longer the one the failed waves met — a migrant placed beside this
+// node, or a node that left, makes a new neighbourhood, and the failures of the old one say
+// nothing of it. Without this, a node 12 times over thres, refused ten times each way by busy
+// neighbours early in a pulse, stood idle for up to 2¹⁰ − 1 s while the nodes beside it changed
+// and went idle (JOURNAL.md, "A back-off ends with its neighbour"). FaithfulBackoff keeps
+// SPEC §6.5's: the time runs out.
+func (b *Balancer) backedOff(st *backoffState, s pb.Side, now time.Time) bool {
+	if !b.cfg.FaithfulBackoff && st.fails > 0 && b.neighbour(s).ID != st.facing {
+		*st = backoffState{}
+	}
+	return !now.Before(st.until)
 }
 
 func (b *Balancer) sideValue(s pb.Side, now time.Time) float64 {
@@ -241,6 +255,7 @@ func (b *Balancer) waveFailed(wave uint64, w initiatedWave) {
 		bo = &b.settleBackoff[w.dir]
 	}
 	bo.fails++
+	bo.facing = b.neighbour(w.dir).ID
 	slots := int64(1)<<min(bo.fails, 10) - 1
 	bo.until = b.env.Now().Add(time.Duration(b.env.Rand().Int64N(slots+1)) * b.cfg.HopTime)
 }

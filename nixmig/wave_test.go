@@ -167,6 +167,36 @@ func TestSettlingWaveBacksOffApart(t *testing.T) {
 	}
 }
 
+// TestBackOffEndsWithItsNeighbour: a side's back-off holds while the neighbour the failed waves
+// met is still there, and ends, its failures forgotten, once another node stands there; with
+// FaithfulBackoff (SPEC §6.5) it runs its time out.
+func TestBackOffEndsWithItsNeighbour(t *testing.T) {
+	env, b := loadedNode(t, "n", DefaultConfig(), 100) // alone: its neighbour each way is itself
+	_, faithful := loadedNode(t, "n", DefaultConfig().Faithful(), 100)
+	for _, c := range []struct {
+		b         *Balancer
+		facing    overlay.NodeID
+		wantReady bool
+		wantFails int
+	}{{b, "n", false, 10}, {b, "gone", true, 0}, {faithful, "gone", false, 10}} {
+		st := backoffState{fails: 10, until: env.now.Add(500 * time.Second), facing: c.facing}
+		ready := c.b.backedOff(&st, pb.Side_SIDE_SUCC, env.now)
+		if ready != c.wantReady || st.fails != c.wantFails {
+			t.Errorf("faithful %v, failed waves met %q, neighbour now n: ready %v with %d fails, want %v with %d",
+				c.b.cfg.FaithfulBackoff, c.facing, ready, st.fails, c.wantReady, c.wantFails)
+		}
+	}
+	b.running = true
+	b.onCheck() // over thres with itself as neighbour: the wave fails at once
+	st := b.backoff[pb.Side_SIDE_PRED]
+	if st.fails == 0 {
+		st = b.backoff[pb.Side_SIDE_SUCC]
+	}
+	if st.fails != 1 || st.facing != "n" {
+		t.Errorf("after a failed wave: %d fails facing %q, want 1 facing n", st.fails, st.facing)
+	}
+}
+
 // TestSettlesOnlyWhereQuiet: a node at the line starts no settling wave within about a minute
 // of a lock request from either side, where waves of overloaded nodes still pass.
 func TestSettlesOnlyWhereQuiet(t *testing.T) {
