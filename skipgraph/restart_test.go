@@ -924,3 +924,36 @@ func answer(n, from *Node, level int, p *pb.Pong) {
 	p.Seq, p.Level = n.ping(from.Self(), level, false), uint32(level)
 	n.onPong(from.Self(), p)
 }
+
+// TestNodeJoiningAgainLeavesRelayedRequestsUnanswered: c gives its place up and joins again.
+// The lookup it held while it waited, and one routed to it after (the ring still links to its
+// former incarnation), get no error: the client's retry reaches the node that takes the range
+// over. Answered "no route to the owner", they failed for good — every failed request of the
+// 500-node runs with a fifth paused, seeds 8 and 10.
+func TestNodeJoiningAgainLeavesRelayedRequestsUnanswered(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	c, e := nw.nodes["c"], nw.nodes["e"]
+	lookup := func(origin *Node, id uint64, hops uint32) *pb.Envelope {
+		return &pb.Envelope{From: e.selfRef, Cause: pb.Cause_CAUSE_CLIENT, Body: &pb.Envelope_Lookup{Lookup: &pb.Lookup{
+			ReqId: id, Origin: origin.selfRef, Op: pb.Op_OP_GET, Route: &pb.Route{Key: []byte(k(2500)), Hops: hops}}}}
+	}
+	failed := func() (ids []uint64) {
+		for _, m := range nw.queue {
+			if r := m.m.GetLookupReply(); r != nil && r.Status != pb.Status_STATUS_OK {
+				ids = append(ids, r.ReqId)
+			}
+		}
+		return ids
+	}
+	c.startWait()
+	c.Handle("e", lookup(e, 1, 1))
+	if len(c.held) != 1 {
+		t.Fatalf("c, waiting, holds %d requests, want the lookup", len(c.held))
+	}
+	nw.queue = nil
+	c.rejoinAfresh()
+	c.Handle("e", lookup(e, 2, 1))
+	if ids := failed(); len(ids) != 0 {
+		t.Fatalf("requests %v routed to c answered with an error after it gave its place up", ids)
+	}
+}
