@@ -933,9 +933,9 @@ func answer(n, from *Node, level int, p *pb.Pong) {
 func TestNodeJoiningAgainLeavesRelayedRequestsUnanswered(t *testing.T) {
 	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
 	c, e := nw.nodes["c"], nw.nodes["e"]
-	lookup := func(origin *Node, id uint64, hops uint32) *pb.Envelope {
+	lookup := func(id uint64) *pb.Envelope { // from e, relayed once
 		return &pb.Envelope{From: e.selfRef, Cause: pb.Cause_CAUSE_CLIENT, Body: &pb.Envelope_Lookup{Lookup: &pb.Lookup{
-			ReqId: id, Origin: origin.selfRef, Op: pb.Op_OP_GET, Route: &pb.Route{Key: []byte(k(2500)), Hops: hops}}}}
+			ReqId: id, Origin: e.selfRef, Op: pb.Op_OP_GET, Route: &pb.Route{Key: []byte(k(2500)), Hops: 1}}}}
 	}
 	failed := func() (ids []uint64) {
 		for _, m := range nw.queue {
@@ -946,13 +946,13 @@ func TestNodeJoiningAgainLeavesRelayedRequestsUnanswered(t *testing.T) {
 		return ids
 	}
 	c.startWait()
-	c.Handle("e", lookup(e, 1, 1))
+	c.Handle("e", lookup(1))
 	if len(c.held) != 1 {
 		t.Fatalf("c, waiting, holds %d requests, want the lookup", len(c.held))
 	}
 	nw.queue = nil
 	c.rejoinAfresh()
-	c.Handle("e", lookup(e, 2, 1))
+	c.Handle("e", lookup(2))
 	if ids := failed(); len(ids) != 0 {
 		t.Fatalf("requests %v routed to c answered with an error after it gave its place up", ids)
 	}
