@@ -824,14 +824,13 @@ func TestAnswerFromBeforeAWaitConfirmsNothing(t *testing.T) {
 func TestWaitingPredecessorsWordNotTakenWhereLiveNodesAnswer(t *testing.T) {
 	for _, live := range []bool{false, true} {
 		nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
-		b, c, d, e := nw.nodes["b"], nw.nodes["c"], nw.nodes["d"], nw.nodes["e"]
+		c, d, e := nw.nodes["c"], nw.nodes["d"], nw.nodes["e"]
 		c.startWait()
 		c.unconfirmedSince = nw.clock.now.Add(-maxUnconfirmed * c.cfg.ProbeInterval * 7 / 8)
 		if live {
 			answer(c, e, 1, &pb.Pong{Pred: d.Self().ToPB(), Succ: nw.nodes["a"].Self().ToPB()})
 		}
-		answer(c, b, 0, &pb.Pong{Pred: nw.nodes["a"].Self().ToPB(), Succ: c.Self().ToPB(), Unconfirmed: true})
-		answer(c, d, 0, &pb.Pong{Pred: c.Self().ToPB(), Succ: e.Self().ToPB(), Unconfirmed: true})
+		vouchForC(nw, true)
 		if c.unconfirmed() != live {
 			t.Fatalf("a live node answered c during its wait: %v; c still waits: %v", live, c.unconfirmed())
 		}
@@ -880,14 +879,11 @@ func TestWaitingNodeAsksItsPredecessorWhenPinged(t *testing.T) {
 func TestWaitingNodeWaitsForItsReadmittersWord(t *testing.T) {
 	for _, silent := range []bool{false, true} {
 		nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
-		b, c, d, e := nw.nodes["b"], nw.nodes["c"], nw.nodes["d"], nw.nodes["e"]
+		c, e := nw.nodes["c"], nw.nodes["e"]
 		c.startWait()
 		c.taken.add("e", 41)
 		c.readmittedBy(e.Self())
-		vouch := func() {
-			answer(c, b, 0, &pb.Pong{Pred: nw.nodes["a"].Self().ToPB(), Succ: c.Self().ToPB()})
-			answer(c, d, 0, &pb.Pong{Pred: c.Self().ToPB(), Succ: e.Self().ToPB()})
-		}
+		vouch := func() { vouchForC(nw, false) }
 		vouch()
 		if !c.unconfirmed() {
 			t.Fatal("c was confirmed before its re-admitter e answered")
@@ -917,6 +913,14 @@ func TestWaitingNodeWaitsForItsReadmittersWord(t *testing.T) {
 			t.Fatal("c still waits though e lists only a batch it stored")
 		}
 	}
+}
+
+// vouchForC has c's level-0 neighbours in fiveNodes, b and d, answer its pings naming it their
+// successor and predecessor; waiting says whether they wait for their own neighbours' word.
+func vouchForC(nw *testNet, waiting bool) {
+	a, b, c, d, e := nw.nodes["a"], nw.nodes["b"], nw.nodes["c"], nw.nodes["d"], nw.nodes["e"]
+	answer(c, b, 0, &pb.Pong{Pred: a.Self().ToPB(), Succ: c.Self().ToPB(), Unconfirmed: waiting})
+	answer(c, d, 0, &pb.Pong{Pred: c.Self().ToPB(), Succ: e.Self().ToPB(), Unconfirmed: waiting})
 }
 
 // answer has n ping from at level and take p as from's answer to it.
