@@ -2038,3 +2038,43 @@ func oneItemChunksFromBToC(t *testing.T) (nw *testNet, b, c *Node) {
 	load(t, nw, nw.nodes["a"], items(1000, 2000, 25))
 	return nw, nw.nodes["b"], nw.nodes["c"]
 }
+
+// TestWritesHeldOnceTheBulkIsAcknowledged: b hands c a piece of one-item chunks while every chunk
+// b sends draws a write into the piece. Forwarded to c, each write was one more chunk to
+// acknowledge and drew the next write, so the acknowledgement of the last chunk never caught up
+// until the writes stopped: a leave of 14,000 keys taking client writes aborted 25 times as its
+// lease ran out (500 nodes, a fifth paused, seed 9). Once c has acknowledged the bulk, writes to
+// the piece wait at b for the flip and then go to c.
+func TestWritesHeldOnceTheBulkIsAcknowledged(t *testing.T) {
+	nw, b, c := oneItemChunksFromBToC(t)
+	const most = 1000 // where the writes stop; reached only if each chunk draws another
+	written := 0
+	nw.drop = func(s sentMsg) bool {
+		if s.m.GetHandoff() != nil && s.from == "b" && b.Busy() && written < most {
+			b.Put(k(1500)+overlay.Key(fmt.Sprint(written)), []byte("w"))
+			written++
+		}
+		return false
+	}
+	var done nixDone
+	if err := b.GiveNIX(true, k(1000)+"\x00", pb.Cause_CAUSE_BALANCE, done.fn()); err != nil {
+		t.Fatal(err)
+	}
+	nw.advance(time.Minute)
+	if done.calls != 1 || !done.ok {
+		t.Fatalf("done called %d times, ok %v; want once, true", done.calls, done.ok)
+	}
+	if written >= most/2 {
+		t.Errorf("%d writes went into the handoff, each drawing another: the acknowledgement never caught up", written)
+	}
+	for i := range written {
+		if _, ok, _ := c.Store().Get(k(1500) + overlay.Key(fmt.Sprint(i))); !ok {
+			t.Fatalf("write %d missing at c", i)
+		}
+	}
+	for _, r := range nw.envs["b"].results {
+		if r.Status != pb.Status_STATUS_OK {
+			t.Fatalf("a write during the handoff failed: %+v", r)
+		}
+	}
+}

@@ -63,7 +63,7 @@ func (n *Node) nextHop(r *pb.Route, avoid bool) (hop, overlay.NodeID) {
 		return hopDrop, ""
 	}
 	if n.Range().Contains(k) {
-		if n.mayBeReplaced() {
+		if n.mayBeReplaced() || n.out != nil && n.out.holding && n.out.piece.Contains(k) {
 			return hopHold, ""
 		}
 		return hopLocal, ""
