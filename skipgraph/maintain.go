@@ -462,6 +462,7 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 		n.maintain.succItems, n.maintain.succItemsOf, n.maintain.succSucc = int(p.Items), from, overlay.PeerFromPB(p.Succ)
 	}
 	n.checkConfirmed(from, p, info.sent)
+	n.announceToHolder(from, p, info.sent)
 	if fromSucc {
 		clear(n.maintain.beyondPreds)
 		clear(n.maintain.vouchAsked)
@@ -1974,6 +1975,10 @@ func (n *Node) onNeighborUpdate(from overlay.Peer, u *pb.NeighborUpdate) {
 		// waits: the piece it was given ends there.
 		n.shrinkWhileWaiting(node, from.ID)
 		return
+	case l == 0 && u.Side == pb.Side_SIDE_SUCC && u.AfterFailure && !passedOn(u) && n.unconfirmed() && !n.Busy() &&
+		node.ID != n.self.ID && n.succGoneBehind(node):
+		n.growToReadmittersEnd(node, from.ID)
+		return
 	case l == 0 && u.Side == pb.Side_SIDE_SUCC:
 		// The level-0 successor decides where our range ends; it changes only through handoffs
 		// and take-overs, never on a neighbour's word.
@@ -2113,6 +2118,35 @@ func (n *Node) shrinkWhileWaiting(node overlay.Peer, by overlay.NodeID) {
 		return []zap.Field{zap.String("succ", string(node.ID)), zap.String("by", string(by)), zap.Stringer("given_up", past)}
 	})
 	n.pushCopies(copies, true, 0, node.ID, nil, "range shrunk on a re-admission's word while waiting", nil)
+}
+
+// succGoneBehind reports whether this node's level-0 successor, by its own last answer, now
+// starts behind this node, outside the piece a re-admission says ends at end, while the link
+// still holds the start it had inside that piece: a node that moved (a NIX from below moved its
+// start down past this one's while this node stood still), whose newer start the link does not
+// take (succStartMovedUp) and which will never name this node its predecessor.
+func (n *Node) succGoneBehind(end overlay.Peer) bool {
+	cur, s := n.levels[0].succ, n.maintain.succItemsOf
+	return !n.isSelf(cur) && s.SameNode(cur) && s.Incarnation == cur.Incarnation && s.Version > cur.Version &&
+		overlay.StrictlyBetween(n.self.Start, cur.Start, end.Start) && overlay.StrictlyBetween(end.Start, s.Start, n.self.Start)
+}
+
+// growToReadmittersEnd links end, which the node that re-admitted this waiting one named as its
+// successor, in place of a successor gone behind this node (succGoneBehind): the re-admitter
+// gave this node the piece up to end, and nobody else holds the part between this range's old
+// end and end. Refused, as a word that grows a waiting node's range is otherwise, and passed on
+// to the successor gone elsewhere, which refused it too, the node was never confirmed: its
+// successor never named it predecessor, the re-admitter's successor did, and after
+// maxUnconfirmed it gave its place up (500 nodes, a fifth paused, seed 10). The part is marked
+// lost until the re-admitter's word that its copies are whole (endMovedUpByWord).
+func (n *Node) growToReadmittersEnd(end overlay.Peer, by overlay.NodeID) {
+	oldEnd, gone := n.end(), n.levels[0].succ
+	n.levels[0].succ = end
+	n.succList = n.trimSuccList(append([]overlay.Peer{end}, n.succList...))
+	n.endMovedUpByWord(oldEnd)
+	n.debug("range grown to a re-admission's end while waiting: the successor moved behind this node", func() []zap.Field {
+		return []zap.Field{zap.String("succ", string(end.ID)), zap.String("gone", string(gone.ID)), zap.String("by", string(by))}
+	})
 }
 
 // SuccessorItems reports how many items the level-0 successor said it stores in its last answer

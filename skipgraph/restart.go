@@ -287,6 +287,33 @@ func (n *Node) checkConfirmed(from overlay.Peer, p *pb.Pong, sent time.Time) {
 	}
 }
 
+// announceToHolder makes this waiting node known to x, its level-0 successor, whose answer to a
+// ping of this wait shows it confirmed and starting behind this node, with its own successor past
+// this node's start: x holds this node's start (a NIX from below moved x's start down past it
+// while this node stood still), and does not know this node is there, since x's successor does
+// not name this node its predecessor and this node's predecessor link names x too or a node
+// that does not know this one either. Only x's re-admission can confirm this node, and x
+// re-admits a node it checks as an intruder; the search for this node's start that announceVia
+// sends through x ends at x, which finds the origin inside its range and checks it. Without it
+// the node waited out maxUnconfirmed, both its links naming x, and gave its place up (500 nodes,
+// a fifth paused, seed 8). Only the successor is told: told by a node back from a pause beside
+// others, its predecessor (which had taken all their ranges over) re-admitted it with a piece
+// up to the end of the run of waiting nodes, before the node past them, whose start it knew
+// stale; its copies past that start went round for ever, unanswered, and five nodes in a row
+// gave their places up (the same runs, seed 1, while the rule was being written). The re-admission
+// that follows names x's successor as this node's: growToReadmittersEnd takes it.
+func (n *Node) announceToHolder(x overlay.Peer, p *pb.Pong, sent time.Time) {
+	succ := overlay.PeerFromPB(p.Succ)
+	if !n.unconfirmed() || sent.Before(n.unconfirmedSince) || p.Unconfirmed || !n.isSucc(x) || succ.IsZero() || n.isSelf(succ) ||
+		x.Start == n.self.Start || !overlay.StrictlyBetween(x.Start, n.self.Start, succ.Start) {
+		return
+	}
+	n.debug("announced to the successor that holds this waiting node's start", func() []zap.Field {
+		return []zap.Field{zap.String("holder", string(x.ID)), zap.String("its_succ", string(succ.ID))}
+	})
+	n.announceVia(x.ID)
+}
+
 // readmitter is a node that sent a waiting node re-admission batches: its peer, to call it, and
 // whether it has answered a call of this wait listing no batch the node did not store.
 type readmitter struct {

@@ -961,3 +961,62 @@ func TestNodeJoiningAgainLeavesRelayedRequestsUnanswered(t *testing.T) {
 		t.Fatalf("requests %v routed to c answered with an error after it gave its place up", ids)
 	}
 }
+
+// TestWaitingNodeTakesTheReadmittersEndWhenItsSuccessorMovedBehind: c waits; its successor d
+// answers from a start behind c's (a NIX from below moved it while c stood still: its link here
+// keeps 3000, a start learn does not take). The node that re-admitted c names e, past the piece,
+// as c's successor: c takes it, its range grown to e and the part past its old end lost until
+// the re-admitter's copies are whole. Refused, and passed on to d, which refused it too, c was
+// never confirmed and gave its place up (500 nodes, a fifth paused, seed 10). Where d's new
+// start lies inside the piece, c refuses as before: d may be right there.
+func TestWaitingNodeTakesTheReadmittersEndWhenItsSuccessorMovedBehind(t *testing.T) {
+	for _, behind := range []bool{true, false} {
+		nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+		b, c, d, e := nw.nodes["b"], nw.nodes["c"], nw.nodes["d"], nw.nodes["e"]
+		c.startWait()
+		movedTo := k(3500)
+		if behind {
+			movedTo = k(1500)
+		}
+		moved := d.Self().WithStart(movedTo, d.Self().Version+1)
+		c.onPong(moved, &pb.Pong{Seq: c.ping(d.Self(), 0, false), Pred: b.Self().ToPB(), Succ: e.Self().ToPB()})
+		c.onNeighborUpdate(b.Self(), &pb.NeighborUpdate{Side: pb.Side_SIDE_SUCC, Node: e.Self().ToPB(), Expect: []byte("e"), AfterFailure: true})
+		want, lost := (overlay.Range{Start: k(2000), End: k(3000)}), 0
+		if behind {
+			want, lost = overlay.Range{Start: k(2000), End: k(4000)}, 1
+		}
+		if got := c.Range(); got != want || len(c.LostRanges()) != lost {
+			t.Errorf("d moved behind c: %v; c owns %s, lost %v; want %s, %d part lost", behind, got, c.LostRanges(), want, lost)
+		}
+	}
+}
+
+// TestWaitingNodeAnnouncesItselfToTheSuccessorHoldingItsStart: c waits; its successor d answers,
+// confirmed, from a start behind c's with a successor past it: d's range holds c's start, and
+// nobody names c to d. c sends a search for its own start through d, which ends at d and has d
+// check c as an intruder (and re-admit it). Without it c waited out maxUnconfirmed, both links
+// naming d, and gave its place up (500 nodes, a fifth paused, seed 8). An answer from d's own
+// start says nothing of the kind, and c sends nothing. (What the owner does with the search:
+// testnet/sim's TestPartitionedHalvesMergeAfterMigrations.)
+func TestWaitingNodeAnnouncesItselfToTheSuccessorHoldingItsStart(t *testing.T) {
+	for _, holds := range []bool{true, false} {
+		nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+		b, c, d, e := nw.nodes["b"], nw.nodes["c"], nw.nodes["d"], nw.nodes["e"]
+		c.startWait()
+		from := d.Self()
+		if holds {
+			from = from.WithStart(k(1500), from.Version+1)
+		}
+		nw.queue = nil
+		c.onPong(from, &pb.Pong{Seq: c.ping(d.Self(), 0, false), Pred: b.Self().ToPB(), Succ: e.Self().ToPB()})
+		sent := false
+		for _, m := range nw.queue {
+			if l := m.m.GetLookup(); m.to == "d" && l != nil && l.Op == pb.Op_OP_FIND && overlay.Key(l.Route.Key) == c.Self().Start {
+				sent = true
+			}
+		}
+		if sent != holds {
+			t.Errorf("d holds c's start: %v; c sent a search for its start through d: %v", holds, sent)
+		}
+	}
+}
