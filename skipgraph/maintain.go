@@ -923,6 +923,7 @@ func (n *Node) linksFailed(id overlay.NodeID, keep uint64) {
 		stopAt(n.namedBySucc(id, next, oldEnd, gone))
 		stopAt(n.namedPastSilent(next, oldEnd, gone))
 		stopAt(n.namedPastAskedSilent(next, oldEnd, gone))
+		stopAt(n.answeredBefore(next, oldEnd, gone))
 		if n.askBeforeTakeOver(keep, next, oldEnd, gone) {
 			n.urgent(urgentFor)
 			return
@@ -1390,6 +1391,22 @@ func (n *Node) namedBySucc(dead overlay.NodeID, next overlay.Peer, end overlay.K
 		return overlay.Peer{}
 	}
 	return n.nearestFrom(end, next, []overlay.Peer{s}, gone)
+}
+
+// answeredBefore returns the node nearest to end among those that answered a probe sent past the
+// successor while it was in doubt or gone (beyondPreds) from between end (where this range
+// ends) and next: alive a moment ago where it answered from, it holds what a take-over past it
+// would claim. The checks above look only at what next, or the nodes asked for it, name: a node
+// back from a pause whose listed successors had all migrated took their ranges over one by one
+// and then, its list empty, up to a node linked on a level above at that node's old start, over
+// the live nodes in between, one of which had answered its probes twice in the minute before
+// (500 nodes, a fifth paused, seed 3). A zero Peer when none did, and when next starts at end.
+func (n *Node) answeredBefore(next overlay.Peer, end overlay.Key, gone func(overlay.Peer) bool) overlay.Peer {
+	var answered []overlay.Peer
+	for _, a := range n.maintain.beyondPreds {
+		answered = append(answered, a.from)
+	}
+	return n.nearestFrom(end, next, answered, gone)
 }
 
 // linked reports whether id is this node's neighbour on some level. A node the dead successor

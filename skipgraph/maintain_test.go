@@ -1467,3 +1467,22 @@ func TestDeletesGoWithARangeShrunkWhileWaiting(t *testing.T) {
 		t.Fatalf("3100 at d: %q, want it deleted by c's later delete", it.Value)
 	}
 }
+
+// TestTakeOverStopsAtANodeThatAnswered: a's successor link names ghost, gone (a migrant, as
+// every node a listed after it), and a's list names d next; c, between, is known to a only by
+// its answer to a probe sent past the successor. The take-over of ghost's range stops at c:
+// it went up to d, over c's live range (500 nodes, a fifth paused, seed 3: a node back from the
+// pause took the ranges of its migrated successors over and then, up to a node linked on a
+// level above, those of the live nodes that had answered it).
+func TestTakeOverStopsAtANodeThatAnswered(t *testing.T) {
+	nw := ringOf(t, placed{"a", 0}, placed{"c", 2000}, placed{"d", 3000}, placed{"e", 4000})
+	a, c, d := nw.nodes["a"], nw.nodes["c"], nw.nodes["d"]
+	ghost := overlay.Peer{ID: "ghost", Start: k(1000), Incarnation: 7}
+	a.levels[0].succ, a.succList = ghost, []overlay.Peer{ghost, d.Self()}
+	a.maintain.beyondPreds[c.ID()] = beyondAnswer{from: c.Self(), preds: []overlay.Peer{a.Self()}}
+	a.maintain.beyondPreds[d.ID()] = beyondAnswer{from: d.Self()}
+	a.peerFailed("ghost")
+	if want := (overlay.Range{Start: "", End: k(2000)}); a.Range() != want || a.levels[0].succ.ID != "c" {
+		t.Fatalf("a owns %s linked to %s, want %s linked to c", a.Range(), a.levels[0].succ.ID, want)
+	}
+}

@@ -287,31 +287,44 @@ func (n *Node) checkConfirmed(from overlay.Peer, p *pb.Pong, sent time.Time) {
 	}
 }
 
-// announceToHolder makes this waiting node known to x, its level-0 successor, whose answer to a
-// ping of this wait shows it confirmed and starting behind this node, with its own successor past
-// this node's start: x holds this node's start (a NIX from below moved x's start down past it
-// while this node stood still), and does not know this node is there, since x's successor does
-// not name this node its predecessor and this node's predecessor link names x too or a node
-// that does not know this one either. Only x's re-admission can confirm this node, and x
-// re-admits a node it checks as an intruder; the search for this node's start that announceVia
-// sends through x ends at x, which finds the origin inside its range and checks it. Without it
-// the node waited out maxUnconfirmed, both its links naming x, and gave its place up (500 nodes,
-// a fifth paused, seed 8). Only the successor is told: told by a node back from a pause beside
-// others, its predecessor (which had taken all their ranges over) re-admitted it with a piece
-// up to the end of the run of waiting nodes, before the node past them, whose start it knew
-// stale; its copies past that start went round for ever, unanswered, and five nodes in a row
-// gave their places up (the same runs, seed 1, while the rule was being written). The re-admission
-// that follows names x's successor as this node's: growToReadmittersEnd takes it.
+// announceToHolder makes this waiting node known to the holder of its start, as x, its level-0
+// successor, shows it in a confirmed answer to a ping of this wait: x's predecessor, where that
+// starts behind this node (the range up to x holds this node's start), or x itself, where x
+// starts behind this node with its own successor past it (a NIX from below moved x's start down
+// past this one's while this node stood still). The holder does not know this node is there:
+// x names the holder, not this node, its predecessor, and nobody else names this node to it.
+// Only the holder's re-admission can confirm this node, and it re-admits a node it checks as an
+// intruder; the search for this node's start that announceVia sends through the holder ends
+// there, and the holder finds the origin inside its range and checks it. Without it the node
+// waited out maxUnconfirmed and gave its place up (500 nodes, a fifth paused, seed 8: both its
+// links named x). Only what the successor's answer shows counts: told by a node back from a
+// pause beside others, its own predecessor (which had taken all their ranges over) re-admitted
+// it with a piece up to the end of the run of waiting nodes, before the node past them, whose
+// start it knew stale; its copies past that start went round unanswered, and five nodes in a
+// row gave their places up (the same runs, seed 1, while the rule was being written). Told
+// through the successor's answer, the holder's piece ends at the successor: this node's own
+// range, or, where x itself holds the start, x's successor, which growToReadmittersEnd takes.
 func (n *Node) announceToHolder(x overlay.Peer, p *pb.Pong, sent time.Time) {
-	succ := overlay.PeerFromPB(p.Succ)
-	if !n.unconfirmed() || sent.Before(n.unconfirmedSince) || p.Unconfirmed || !n.isSucc(x) || succ.IsZero() || n.isSelf(succ) ||
-		x.Start == n.self.Start || !overlay.StrictlyBetween(x.Start, n.self.Start, succ.Start) {
+	if !n.unconfirmed() || sent.Before(n.unconfirmedSince) || p.Unconfirmed || !n.isSucc(x) {
 		return
 	}
-	n.debug("announced to the successor that holds this waiting node's start", func() []zap.Field {
-		return []zap.Field{zap.String("holder", string(x.ID)), zap.String("its_succ", string(succ.ID))}
+	holder := overlay.PeerFromPB(p.Pred)
+	if !n.holdsStart(holder, x) {
+		if holder = x; !n.holdsStart(x, overlay.PeerFromPB(p.Succ)) {
+			return
+		}
+	}
+	n.debug("announced to the holder of this waiting node's start", func() []zap.Field {
+		return []zap.Field{zap.String("holder", string(holder.ID)), zap.String("succ", string(x.ID))}
 	})
-	n.announceVia(x.ID)
+	n.announceVia(holder.ID)
+}
+
+// holdsStart reports whether a range from a's start up to b's, as an answer shows them, holds
+// this node's start (another node's range: a is not this node and does not share its start).
+func (n *Node) holdsStart(a, b overlay.Peer) bool {
+	return !a.IsZero() && !b.IsZero() && !n.isSelf(a) && !n.isSelf(b) && a.Start != n.self.Start &&
+		overlay.StrictlyBetween(a.Start, n.self.Start, b.Start)
 }
 
 // readmitter is a node that sent a waiting node re-admission batches: its peer, to call it, and

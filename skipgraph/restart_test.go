@@ -991,32 +991,42 @@ func TestWaitingNodeTakesTheReadmittersEndWhenItsSuccessorMovedBehind(t *testing
 	}
 }
 
-// TestWaitingNodeAnnouncesItselfToTheSuccessorHoldingItsStart: c waits; its successor d answers,
-// confirmed, from a start behind c's with a successor past it: d's range holds c's start, and
-// nobody names c to d. c sends a search for its own start through d, which ends at d and has d
-// check c as an intruder (and re-admit it). Without it c waited out maxUnconfirmed, both links
-// naming d, and gave its place up (500 nodes, a fifth paused, seed 8). An answer from d's own
-// start says nothing of the kind, and c sends nothing. (What the owner does with the search:
-// testnet/sim's TestPartitionedHalvesMergeAfterMigrations.)
-func TestWaitingNodeAnnouncesItselfToTheSuccessorHoldingItsStart(t *testing.T) {
-	for _, holds := range []bool{true, false} {
+// TestWaitingNodeAnnouncesItselfToTheHolderOfItsStart: c waits; its successor d answers,
+// confirmed, showing whose range holds c's start: d's own, from a start behind c's with a
+// successor past it (seed 8 of the 500-node runs with a fifth paused: both of c's links named d
+// until c gave its place up), or that of d's predecessor b, behind c (seed 3: b had taken c's
+// range over). Nobody names c to that node, so c sends a search for its own start through it,
+// which ends there and has it check c as an intruder and re-admit it (what the owner does with
+// the search: testnet/sim's TestPartitionedHalvesMergeAfterMigrations). An answer naming c its
+// predecessor says nothing of the kind, and c sends nothing.
+func TestWaitingNodeAnnouncesItselfToTheHolderOfItsStart(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		moved  bool           // d answers from 1500, behind c
+		pred   overlay.NodeID // d's predecessor in its answer
+		holder overlay.NodeID // "" for none
+	}{
+		{"successor moved behind", true, "b", "d"},
+		{"successor's predecessor behind", false, "b", "b"},
+		{"successor names c", false, "c", ""},
+	} {
 		nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
-		b, c, d, e := nw.nodes["b"], nw.nodes["c"], nw.nodes["d"], nw.nodes["e"]
+		c, d, e := nw.nodes["c"], nw.nodes["d"], nw.nodes["e"]
 		c.startWait()
 		from := d.Self()
-		if holds {
+		if tc.moved {
 			from = from.WithStart(k(1500), from.Version+1)
 		}
 		nw.queue = nil
-		c.onPong(from, &pb.Pong{Seq: c.ping(d.Self(), 0, false), Pred: b.Self().ToPB(), Succ: e.Self().ToPB()})
-		sent := false
+		c.onPong(from, &pb.Pong{Seq: c.ping(d.Self(), 0, false), Pred: nw.nodes[tc.pred].Self().ToPB(), Succ: e.Self().ToPB()})
+		var to overlay.NodeID
 		for _, m := range nw.queue {
-			if l := m.m.GetLookup(); m.to == "d" && l != nil && l.Op == pb.Op_OP_FIND && overlay.Key(l.Route.Key) == c.Self().Start {
-				sent = true
+			if l := m.m.GetLookup(); l != nil && l.Op == pb.Op_OP_FIND && overlay.Key(l.Route.Key) == c.Self().Start {
+				to = m.to
 			}
 		}
-		if sent != holds {
-			t.Errorf("d holds c's start: %v; c sent a search for its start through d: %v", holds, sent)
+		if to != tc.holder {
+			t.Errorf("%s: c sent a search for its start to %q, want %q", tc.name, to, tc.holder)
 		}
 	}
 }
