@@ -206,8 +206,7 @@ func (n *Node) readmit(x overlay.Peer, ours bool, xWrittenBefore time.Time, why 
 		// the keys in between to nobody. Tell it.
 		n.failureUpdate(x.ID, 0, pb.Side_SIDE_SUCC, old, old.ID)
 	}
-	n.levels[0].succ = x
-	n.succList = n.trimSuccList(append([]overlay.Peer{x}, n.succList...))
+	n.linkSuccessor(x)
 	n.maintain.former = nil // not alone any more
 	holes := n.lost.within(piece)
 	n.forgetLost(piece) // x still has its items

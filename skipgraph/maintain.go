@@ -508,8 +508,7 @@ func (n *Node) onPong(from overlay.Peer, p *pb.Pong) {
 			if from.ID != n.levels[0].succ.ID {
 				// It starts where this range ends: it joined below the successor, taking the
 				// successor's lower part, and its word of it did not arrive. Link to it.
-				n.levels[0].succ = from
-				n.succList = n.trimSuccList(append([]overlay.Peer{from}, n.succList...))
+				n.linkSuccessor(from)
 			}
 			return
 		}
@@ -1062,8 +1061,7 @@ func (n *Node) succMovedUp(x, pred overlay.Peer) {
 // by name, are gone.
 func (n *Node) takeOverUpTo(x overlay.Peer) {
 	lost := overlay.Range{Start: n.end(), End: x.Start}
-	n.levels[0].succ = x
-	n.succList = n.trimSuccList(append([]overlay.Peer{x}, n.succList...))
+	n.linkSuccessor(x)
 	n.rangeLost(lost, "", 0)
 	n.failureUpdate(x.ID, 0, pb.Side_SIDE_PRED, n.self, "")
 	n.urgent(urgentFor)
@@ -2125,8 +2123,7 @@ func passedOn(u *pb.NeighborUpdate) bool { return u.AfterFailure && len(u.Expect
 // the key stood (TestPartitionProperties, -rapid.seed=1220932).
 func (n *Node) shrinkWhileWaiting(node overlay.Peer, by overlay.NodeID) {
 	oldEnd := n.end()
-	n.levels[0].succ = node
-	n.succList = n.trimSuccList(append([]overlay.Peer{node}, n.succList...))
+	n.linkSuccessor(node)
 	past := overlay.Range{Start: node.Start, End: oldEnd}
 	copies := append(n.copiesIn(past), n.deleteItemsIn(past)...)
 	sortClockwise(copies, past.Start)
@@ -2158,8 +2155,7 @@ func (n *Node) succGoneBehind(end overlay.Peer) bool {
 // lost until the re-admitter's word that its copies are whole (endMovedUpByWord).
 func (n *Node) growToReadmittersEnd(end overlay.Peer, by overlay.NodeID) {
 	oldEnd, gone := n.end(), n.levels[0].succ
-	n.levels[0].succ = end
-	n.succList = n.trimSuccList(append([]overlay.Peer{end}, n.succList...))
+	n.linkSuccessor(end)
 	n.endMovedUpByWord(oldEnd)
 	n.debug("range grown to a re-admission's end while waiting: the successor moved behind this node", func() []zap.Field {
 		return []zap.Field{zap.String("succ", string(end.ID)), zap.String("gone", string(gone.ID)), zap.String("by", string(by))}

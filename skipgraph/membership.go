@@ -608,6 +608,12 @@ func (n *Node) handedList(list []overlay.Peer) []overlay.Peer {
 	return n.trimSuccList(slices.DeleteFunc(slices.Clone(list), func(p overlay.Peer) bool { return p.ID == n.self.ID }))
 }
 
+// linkSuccessor links p as the level-0 successor, first in the successor list.
+func (n *Node) linkSuccessor(p overlay.Peer) {
+	n.levels[0].succ = p
+	n.succList = n.trimSuccList(append([]overlay.Peer{p}, n.succList...))
+}
+
 // trimSuccList drops this node and repeats from a successor list and bounds its length.
 func (n *Node) trimSuccList(list []overlay.Peer) []overlay.Peer {
 	out := make([]overlay.Peer, 0, n.cfg.SuccessorListLen)
