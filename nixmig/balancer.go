@@ -154,7 +154,7 @@ type Balancer struct {
 	migrating *migrating
 	initiated map[uint64]initiatedWave // waves this node started and whose outcome it awaits
 	backoff   [3]backoffState          // by pb.Side
-	// settleBackoff, by pb.Side: the back-off of settling waves (settles), apart from the
+	// settleBackoff, by pb.Side: the back-off of settling waves (atLine), apart from the
 	// back-off of waves from overloaded nodes, which a run of failed settling waves must not
 	// delay.
 	settleBackoff [3]backoffState

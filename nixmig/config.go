@@ -83,8 +83,8 @@ type Config struct {
 	// next to the headroom keeps none (Balancer.keepAt).
 	Headroom float64
 	// Settle: a node at the line — under Thres but within half the headroom of it — sends its
-	// load over Keep on in a settling wave, which ends only at a node with room (our rule; off
-	// in Faithful, and nothing to do without headroom).
+	// load over Keep on in a settling wave, which reaches up to TTLMax nodes and ends only at a
+	// node with room (our rule; off in Faithful, and nothing to do without headroom).
 	Settle bool
 	// Window and Slots: the load tracker's sliding window and its resolution.
 	Window time.Duration

@@ -49,7 +49,7 @@ func (b *Balancer) onCheck() {
 		return
 	}
 	l := b.load.Load(now)
-	settle := b.settles(l, now)
+	settle := b.atLine(l)
 	if l <= b.cfg.Thres && !settle {
 		return
 	}
@@ -67,7 +67,9 @@ func (b *Balancer) onCheck() {
 // of them are always over, so "every node under thres" came only when the noise allowed
 // (JOURNAL.md, "Settling waves"). Such a node sends its excess over keep on in a settling wave,
 // which ends only at a node with room (Config.Settle; never without headroom, nor in the
-// baselines).
+// baselines). It does so wherever waves pass: nodes whose keys are heavy keep thres (keepAt) and
+// are never at the line, so the narrow pulses' travelling lumps, whose locks settling waves once
+// held, meet none (JOURNAL.md, "Settling waves wherever waves pass, as far as a wave grows").
 func (b *Balancer) atLine(l float64) bool {
 	return b.cfg.Settle && b.cfg.Algorithm == NIXMIG && b.keepAt(l) < b.cfg.Thres && l <= b.cfg.Thres && l > b.cfg.Thres*(1-b.cfg.Headroom/2)
 }
@@ -90,19 +92,6 @@ func (b *Balancer) keepAt(l float64) float64 {
 		return b.cfg.Thres
 	}
 	return b.cfg.Keep()
-}
-
-// settleQuiet: a node starts a settling wave only while the lock requests it received lately
-// (sideValue, halved every DirectionHalfLife) sum to less than this — none for about a minute.
-const settleQuiet = 0.5
-
-// settles reports whether a node of load l starts a settling wave now: at the line, and where no
-// wave has passed lately. A settling wave only tidies up; where lumps are still travelling it
-// would hold locks that their waves need (a chain is refused by a busy node and backs off): on
-// the 5% pulse, whose tail is such lumps, settling waves from every node at the line made the
-// ten-seed mean 42% slower.
-func (b *Balancer) settles(l float64, now time.Time) bool {
-	return b.atLine(l) && b.sideValue(pb.Side_SIDE_PRED, now)+b.sideValue(pb.Side_SIDE_SUCC, now) < settleQuiet
 }
 
 // chooseDirection picks the side a new wave goes to (SPEC §7.3): the one whose neighbours sent
@@ -216,11 +205,13 @@ func (b *Balancer) startWave(dir pb.Side, l float64, settle bool) {
 // halved again for each that ended within reach. A lump in a packed region — the narrowest
 // pulses' — must be carried far to the few nodes with room, and a short wave only reserves
 // packed nodes; elsewhere a short wave reserves fewer nodes and its NIX chain carries a lump
-// through fewer of them (JOURNAL.md, "A wave's reach grows where it runs out"). Settling waves
-// keep TTL.
+// through fewer of them (JOURNAL.md, "A wave's reach grows where it runs out"). A settling wave
+// reaches as far as a wave grows from the start: in a packed region a node at the line finds a
+// node with room for one key only several nodes away, and one that failed within TTL stayed at
+// the line, backing off.
 func (b *Balancer) waveTTL(dir pb.Side, settle bool) int {
 	if settle {
-		return b.cfg.TTL
+		return b.cfg.maxTTL()
 	}
 	return min(b.cfg.TTL<<b.outOfReach[dir], b.cfg.maxTTL())
 }

@@ -177,6 +177,30 @@ func TestSettlingWaveLeavesTheLine(t *testing.T) {
 	}
 }
 
+// TestSettlingWaveReachesPastTTL: n00000 carries 59.4 (twelve keys of 4.95/s), at the line; the
+// three nodes on either side carry 55 (eleven keys of 5/s: a key more would put them over keep,
+// 57), and only the fourth each way, 22, has room. A settling wave reaching TTLMax nodes shifts
+// a key along the packed nodes to the room and every node ends at or under keep; with the reach
+// of a first ordinary wave (TTL = TTLMax = 3) it finds no room and n00000 stays at the line.
+func TestSettlingWaveReachesPastTTL(t *testing.T) {
+	var rate [100]float64
+	for k := range 12 { // n00000: keys 0–11
+		rate[k] = 4.95
+	}
+	for k := 12; k < 100; k++ { // n00001–n00008: eleven keys each
+		rate[k] = 5
+	}
+	for k := 45; k < 67; k++ { // n00004 and n00005: the room
+		rate[k] = 2
+	}
+	starts := []uint64{0, 12, 23, 34, 45, 56, 67, 78, 89}
+	wantUnderKeep(t, "settling waves reaching TTLMax", waveRingAt(t, starts, rate, func(*Config) {}, nil))
+	short := waveRingAt(t, starts, rate, func(c *Config) { c.Node.Balance.TTLMax = c.Node.Balance.TTL }, nil)
+	if l := short["n00000"]; l < 58.5 {
+		t.Errorf("settling waves reaching TTL: n00000 ends at %.1f, not at the line: this layout no longer shows what the reach changes (loads %v)", l, short)
+	}
+}
+
 // TestWavePlansWithWholeKeys: n00000 carries 60.5 (twelve keys of 5/s and one of 0.5/s at its
 // lower end), both its neighbours 53 (ten keys of 5/s and, next to n00000, three of 1/s), and
 // n00002 10. n00000 sheds 3.5 above keep (57), which takes a whole key of 5. Planned with the
