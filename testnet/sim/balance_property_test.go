@@ -77,8 +77,7 @@ type balanceNet struct {
 //
 //	SKIPRANGE_RANDOM_PROPS=1 go test ./testnet/sim/ -run TestBalanceProperties -rapid.checks=3000
 func TestBalanceProperties(t *testing.T) {
-	defer fixedRapidSeed(t, 20261123)()
-	rapid.Check(t, func(rt *rapid.T) { balanceProperties(rt, faultNone) })
+	checkProperty(t, 20261123, balanceProperty(faultNone))
 }
 
 // TestBalanceCrashProperties is TestBalanceProperties with crashes: a burst may also crash any
@@ -90,8 +89,7 @@ func TestBalanceProperties(t *testing.T) {
 //
 //	SKIPRANGE_RANDOM_PROPS=1 go test ./testnet/sim/ -run TestBalanceCrashProperties -rapid.checks=3000
 func TestBalanceCrashProperties(t *testing.T) {
-	defer fixedRapidSeed(t, 20261128)()
-	rapid.Check(t, func(rt *rapid.T) { balanceProperties(rt, faultCrash) })
+	checkProperty(t, 20261128, balanceProperty(faultCrash))
 }
 
 // TestBalancePauseProperties is TestBalanceProperties with pauses: a burst may also freeze any
@@ -103,8 +101,7 @@ func TestBalanceCrashProperties(t *testing.T) {
 //
 //	SKIPRANGE_RANDOM_PROPS=1 go test ./testnet/sim/ -run TestBalancePauseProperties -rapid.checks=3000
 func TestBalancePauseProperties(t *testing.T) {
-	defer fixedRapidSeed(t, 20261130)()
-	rapid.Check(t, func(rt *rapid.T) { balanceProperties(rt, faultPause) })
+	checkProperty(t, 20261130, balanceProperty(faultPause))
 }
 
 // TestBalanceCutProperties is TestBalanceProperties with partitions of one node: a burst may
@@ -116,8 +113,7 @@ func TestBalancePauseProperties(t *testing.T) {
 //
 //	SKIPRANGE_RANDOM_PROPS=1 go test ./testnet/sim/ -run TestBalanceCutProperties -rapid.checks=3000
 func TestBalanceCutProperties(t *testing.T) {
-	defer fixedRapidSeed(t, 20261206)()
-	rapid.Check(t, func(rt *rapid.T) { balanceProperties(rt, faultCut) })
+	checkProperty(t, 20261206, balanceProperty(faultCut))
 }
 
 // balanceFault is the kind of fault a burst of TestBalanceProperties may add to its operations.
@@ -129,6 +125,11 @@ const (
 	faultPause
 	faultCut
 )
+
+// balanceProperty is the property of TestBalanceProperties with fault added to its bursts.
+func balanceProperty(fault balanceFault) func(*rapid.T) {
+	return func(rt *rapid.T) { balanceProperties(rt, fault) }
+}
 
 func balanceProperties(rt *rapid.T, fault balanceFault) {
 	cfg := DefaultConfig()

@@ -20,8 +20,10 @@ import (
 //
 //	SKIPRANGE_RANDOM_PROPS=1 go test ./testnet/sim/ -run 'TestPartitionProperties$' -rapid.checks=3000
 func TestPartitionProperties(t *testing.T) {
-	checkRounds(t, 20261129, 3, partition(5*time.Second, 20*time.Second, 90*time.Second, 5*time.Minute, 30*time.Minute, 3*time.Hour))
+	checkProperty(t, 20261129, partitionProperty)
 }
+
+var partitionProperty = roundsProperty(3, partition(5*time.Second, 20*time.Second, 90*time.Second, 5*time.Minute, 30*time.Minute, 3*time.Hour))
 
 // TestLongPartitionProperties is TestPartitionProperties with cuts longer than a day, the time a
 // node calls on the successors it declared dead: the two rings that formed apart are found by
@@ -30,7 +32,7 @@ func TestPartitionProperties(t *testing.T) {
 //	SKIPRANGE_RANDOM_PROPS=1 go test ./testnet/sim/ -run 'TestLongPartitionProperties$' -rapid.checks=1000
 func TestLongPartitionProperties(t *testing.T) {
 	defer fewerRapidChecks(t, 20)()
-	checkRounds(t, 20261130, 1, partition(25*time.Hour, 30*time.Hour))
+	checkProperty(t, 20261130, roundsProperty(1, partition(25*time.Hour, 30*time.Hour)))
 }
 
 // partition returns a disturbance that cuts the live nodes in two groups, either two arcs of

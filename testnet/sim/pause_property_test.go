@@ -23,8 +23,10 @@ import (
 //
 //	SKIPRANGE_RANDOM_PROPS=1 go test ./testnet/sim/ -run 'TestPauseProperties$' -rapid.checks=3000
 func TestPauseProperties(t *testing.T) {
-	checkRounds(t, 20261130, 3, (*propertyNet).pause)
+	checkProperty(t, 20261130, pauseProperty)
 }
+
+var pauseProperty = roundsProperty(3, (*propertyNet).pause)
 
 // pause freezes drawn owners for a drawn time (with a burst of joins, leaves and crashes inside,
 // or writes through the running nodes, at times) and resumes them.

@@ -130,15 +130,21 @@ func (p *propertyNet) settle(what string) {
 // come from a fixed seed, so that CI runs the same schedules every time; `make test-props`
 // explores many random ones.
 func TestOverlayProperties(t *testing.T) {
-	checkRounds(t, 20261122, 6, (*propertyNet).burst)
+	checkProperty(t, 20261122, overlayProperty)
 }
 
-// checkRounds runs rapid cases drawn from seed unless told otherwise (fixedRapidSeed): each
-// builds a network (newPropertyNet) and runs 1 to maxRounds rounds of writes, a disturbance,
-// a settle with every check, and checked reads.
-func checkRounds(t *testing.T, seed uint64, maxRounds int, disturb func(*propertyNet, *rapid.T)) {
+var overlayProperty = roundsProperty(6, (*propertyNet).burst)
+
+// checkProperty runs rapid cases of prop drawn from seed unless told otherwise (fixedRapidSeed).
+func checkProperty(t *testing.T, seed uint64, prop func(*rapid.T)) {
 	defer fixedRapidSeed(t, seed)()
-	rapid.Check(t, func(rt *rapid.T) {
+	rapid.Check(t, prop)
+}
+
+// roundsProperty is a property whose case builds a network (newPropertyNet) and runs 1 to
+// maxRounds rounds of writes, a disturbance, a settle with every check, and checked reads.
+func roundsProperty(maxRounds int, disturb func(*propertyNet, *rapid.T)) func(*rapid.T) {
+	return func(rt *rapid.T) {
 		p := newPropertyNet(rt)
 		rounds := rapid.IntRange(1, maxRounds).Draw(rt, "rounds")
 		for round := 0; round < rounds; round++ {
@@ -147,7 +153,7 @@ func checkRounds(t *testing.T, seed uint64, maxRounds int, disturb func(*propert
 			p.settle(fmt.Sprintf("round %d", round))
 			p.reads(rt)
 		}
-	})
+	}
 }
 
 // newPropertyNet builds 2 to 12 nodes by protocol joins on a network drawn by rt (seed, jitter)
