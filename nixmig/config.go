@@ -83,8 +83,9 @@ type Config struct {
 	// next to the headroom keeps none (Balancer.keepAt).
 	Headroom float64
 	// Settle: a node at the line — under Thres but within half the headroom of it — sends its
-	// load over Keep on in a settling wave, which reaches up to TTLMax nodes and ends only at a
-	// node with room (our rule; off in Faithful, and nothing to do without headroom).
+	// load over Keep on in a settling wave, which reaches up to twice TTLMax nodes (settleTTL)
+	// and ends only at a node with room (our rule; off in Faithful, and nothing to do without
+	// headroom).
 	Settle bool
 	// Window and Slots: the load tracker's sliding window and its resolution.
 	Window time.Duration
@@ -216,11 +217,28 @@ func (c Config) waveLease(ttl int) time.Duration {
 // LongestHold bounds how long any lock is held without renewal: MaxLeaseFactor leases, or the
 // lease of the longest wave a node may start.
 func (c Config) LongestHold() time.Duration {
-	return max(MaxLeaseFactor*c.LockLease(), c.waveLease(c.maxTTL()))
+	return max(MaxLeaseFactor*c.LockLease(), c.waveLease(c.longestTTL()))
 }
 
-// maxTTL is the longest ttl a wave may have.
+// maxTTL is the longest ttl a node's waves grow to.
 func (c Config) maxTTL() int { return max(c.TTL, c.TTLMax) }
+
+// settleTTL is the ttl of a settling wave: twice maxTTL. In the packed region of the 10% pulse
+// at 5,000 nodes, the nodes left at the line once every node got under thres — five a run, the
+// ones that flicker over it — had their nearest room (a node that stays under keep with one more
+// key) 13 to 19 nodes away, beyond maxTTL; reaching twice as far, one a run is left (JOURNAL.md,
+// "Settling waves reach twice as far"). Only a node at the line starts one, and it carries one
+// key's load or so: the chain is long, the wave rare.
+func (c Config) settleTTL() int { return min(2*c.maxTTL(), MaxTTL) }
+
+// longestTTL is the longest ttl any wave of this node may have: it bounds the ttl a lock
+// request may ask for, and so every lease.
+func (c Config) longestTTL() int {
+	if c.Settle {
+		return c.settleTTL()
+	}
+	return c.maxTTL()
+}
 
 // Faithful returns c with the thesis's literal rules wherever ours differ: no headroom, waves
 // planned with bare excesses, its exNodes and migrant-share formulas, an exam that ends at the

@@ -206,12 +206,12 @@ func (b *Balancer) startWave(dir pb.Side, l float64, settle bool) {
 // pulses' — must be carried far to the few nodes with room, and a short wave only reserves
 // packed nodes; elsewhere a short wave reserves fewer nodes and its NIX chain carries a lump
 // through fewer of them (JOURNAL.md, "A wave's reach grows where it runs out"). A settling wave
-// reaches as far as a wave grows from the start: in a packed region a node at the line finds a
-// node with room for one key only several nodes away, and one that failed within TTL stayed at
-// the line, backing off.
+// reaches twice as far as a wave grows, from the start (Config.settleTTL): in a packed region a
+// node at the line finds a node with room for one key only many nodes away, and one that failed
+// within reach stayed at the line, backing off.
 func (b *Balancer) waveTTL(dir pb.Side, settle bool) int {
 	if settle {
-		return b.cfg.maxTTL()
+		return b.cfg.settleTTL()
 	}
 	return min(b.cfg.TTL<<b.outOfReach[dir], b.cfg.maxTTL())
 }
@@ -432,7 +432,7 @@ func (b *Balancer) onLockRequest(from overlay.Peer, wave uint64, r *pb.LockReque
 	if r.Ttl != 0 {
 		// The initiator's ttl, but never past this node's own longest wave: its locks are
 		// bounded by its configuration (LongestHold), whatever a request says.
-		ttl = min(int(r.Ttl), b.cfg.maxTTL())
+		ttl = min(int(r.Ttl), b.cfg.longestTTL())
 	}
 	chain := append(overlay.PeersFromPB(r.Chain), self)
 	b.lockFor(wave, roleChain, b.cfg.waveLease(ttl))

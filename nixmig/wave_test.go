@@ -275,7 +275,7 @@ func TestHeadroomOnlyWhereKeysAreLight(t *testing.T) {
 // TestWaveTTLGrowsWhereWavesRunOutOfReach: each wave a node started that way and that ran out
 // of reach doubles the ttl of its next wave that way, up to TTLMax; one that ended within reach
 // halves it again (from where it stands: waves out of reach beyond TTLMax are not stored up). The
-// other side and a fixed ttl (TTLMax 0) keep TTL; settling waves reach TTLMax.
+// other side and a fixed ttl (TTLMax 0) keep TTL; settling waves reach twice TTLMax.
 func TestWaveTTLGrowsWhereWavesRunOutOfReach(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.TTL, cfg.TTLMax = 3, 10
@@ -301,8 +301,8 @@ func TestWaveTTLGrowsWhereWavesRunOutOfReach(t *testing.T) {
 	if got := b.waveTTL(pred, false); got != 3 {
 		t.Errorf("the other side's ttl %d, want 3", got)
 	}
-	if got := b.waveTTL(succ, true); got != 10 {
-		t.Errorf("a settling wave's ttl %d, want TTLMax 10", got)
+	if got := b.waveTTL(succ, true); got != 20 {
+		t.Errorf("a settling wave's ttl %d, want twice TTLMax, 20", got)
 	}
 	done(7, false)
 	want("after a wave within reach", 6)
@@ -337,16 +337,17 @@ func TestTTLMaxRefused(t *testing.T) {
 	}
 }
 
-// TestWaveLockLeaseFollowsItsTTL: a member locks for the lease of the wave's ttl — 96 s for a
-// wave grown to 12, the ordinary 40 s for one of 3 — so that only long waves hold long locks.
+// TestWaveLockLeaseFollowsItsTTL: a member locks for the lease of the wave's ttl — 192 s for a
+// settling wave's 24, 96 s for a wave grown to 12, the ordinary 40 s for one of 3 — so that
+// only long waves hold long locks.
 func TestWaveLockLeaseFollowsItsTTL(t *testing.T) {
 	for _, c := range []struct {
 		ttl  uint32
 		want time.Duration
-	}{{12, 96 * time.Second}, {3, 40 * time.Second}, {0, 40 * time.Second},
-		// Past this node's own TTLMax: it locks no longer than its longest wave (a request of
-		// ttl 55 once held a node for 440 s, past LongestHold: FuzzBalanceMessage).
-		{55, 96 * time.Second}} {
+	}{{24, 192 * time.Second}, {12, 96 * time.Second}, {3, 40 * time.Second}, {0, 40 * time.Second},
+		// Past this node's own longest wave, a settling wave's: it locks no longer than that (a
+		// request of ttl 55 once held a node for 440 s, past LongestHold: FuzzBalanceMessage).
+		{55, 192 * time.Second}} {
 		env, b := loadedNode(t, "r", DefaultConfig(), 100)
 		b.onLockRequest(overlay.Peer{ID: "i"}, 9, &pb.LockRequest{Dir: pb.Side_SIDE_SUCC,
 			Chain: []*pb.NodeRef{{Id: []byte("i"), Start: []byte("k0")}}, TmpLoad: 100, Moved: 30, Ttl: c.ttl})

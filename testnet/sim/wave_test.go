@@ -179,9 +179,10 @@ func TestSettlingWaveLeavesTheLine(t *testing.T) {
 
 // TestSettlingWaveReachesPastTTL: n00000 carries 59.4 (twelve keys of 4.95/s), at the line; the
 // three nodes on either side carry 55 (eleven keys of 5/s: a key more would put them over keep,
-// 57), and only the fourth each way, 22, has room. A settling wave reaching TTLMax nodes shifts
-// a key along the packed nodes to the room and every node ends at or under keep; with the reach
-// of a first ordinary wave (TTL = TTLMax = 3) it finds no room and n00000 stays at the line.
+// 57), and only the fourth each way, 22, has room. A settling wave reaching twice TTLMax nodes
+// shifts a key along the packed nodes to the room and every node ends at or under keep — with
+// the defaults, and with TTL = TTLMax = 2, where it reaches 4 nodes and an ordinary wave 2;
+// with TTL = TTLMax = 1 it finds no room and n00000 stays at the line.
 func TestSettlingWaveReachesPastTTL(t *testing.T) {
 	var rate [100]float64
 	for k := range 12 { // n00000: keys 0–11
@@ -194,10 +195,13 @@ func TestSettlingWaveReachesPastTTL(t *testing.T) {
 		rate[k] = 2
 	}
 	starts := []uint64{0, 12, 23, 34, 45, 56, 67, 78, 89}
-	wantUnderKeep(t, "settling waves reaching TTLMax", waveRingAt(t, starts, rate, func(*Config) {}, nil))
-	short := waveRingAt(t, starts, rate, func(c *Config) { c.Node.Balance.TTLMax = c.Node.Balance.TTL }, nil)
+	wantUnderKeep(t, "settling waves, defaults", waveRingAt(t, starts, rate, func(*Config) {}, nil))
+	wantUnderKeep(t, "settling waves reaching twice TTLMax 2", waveRingAt(t, starts, rate, func(c *Config) {
+		c.Node.Balance.TTL, c.Node.Balance.TTLMax = 2, 2
+	}, nil))
+	short := waveRingAt(t, starts, rate, func(c *Config) { c.Node.Balance.TTL, c.Node.Balance.TTLMax = 1, 1 }, nil)
 	if l := short["n00000"]; l < 58.5 {
-		t.Errorf("settling waves reaching TTL: n00000 ends at %.1f, not at the line: this layout no longer shows what the reach changes (loads %v)", l, short)
+		t.Errorf("settling waves reaching 2 nodes: n00000 ends at %.1f, not at the line: this layout no longer shows what the reach changes (loads %v)", l, short)
 	}
 }
 
