@@ -169,12 +169,15 @@ type Balancer struct {
 	// doubled — one up for each wave it started that way that ran out of reach, while under
 	// TTLMax, one down for each that did not (waveTTL).
 	outOfReach [3]int
-	sides      [3]sideStat // lock requests received, by the side they came from
-	unl        hintCache
-	ib         ibState
-	threshold  thresholdState
-	running    bool
-	checks     uint64
+	// settleFar, by pb.Side: the last settling wave this node started that way ran out of reach,
+	// so its next one that way reaches twice as far (waveTTL).
+	settleFar [3]bool
+	sides     [3]sideStat // lock requests received, by the side they came from
+	unl       hintCache
+	ib        ibState
+	threshold thresholdState
+	running   bool
+	checks    uint64
 	// tracking is the range the load statistics were last trimmed to (trimToRange); owning
 	// whether the node owned it then.
 	tracking overlay.Range

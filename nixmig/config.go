@@ -83,9 +83,9 @@ type Config struct {
 	// next to the headroom keeps none (Balancer.keepAt).
 	Headroom float64
 	// Settle: a node at the line — under Thres but within half the headroom of it — sends its
-	// load over Keep on in a settling wave, which reaches up to twice TTLMax nodes (settleTTL)
-	// and ends only at a node with room (our rule; off in Faithful, and nothing to do without
-	// headroom).
+	// load over Keep on in a settling wave, which reaches up to TTLMax nodes — twice as far
+	// after one that ran out of reach (settleTTL) — and ends only at a node with room (our
+	// rule; off in Faithful, and nothing to do without headroom).
 	Settle bool
 	// Window and Slots: the load tracker's sliding window and its resolution.
 	Window time.Duration
@@ -223,12 +223,12 @@ func (c Config) LongestHold() time.Duration {
 // maxTTL is the longest ttl a node's waves grow to.
 func (c Config) maxTTL() int { return max(c.TTL, c.TTLMax) }
 
-// settleTTL is the ttl of a settling wave: twice maxTTL. In the packed region of the 10% pulse
-// at 5,000 nodes, the nodes left at the line once every node got under thres — five a run, the
-// ones that flicker over it — had their nearest room (a node that stays under keep with one more
-// key) 13 to 19 nodes away, beyond maxTTL; reaching twice as far, one a run is left (JOURNAL.md,
-// "Settling waves reach twice as far"). Only a node at the line starts one, and it carries one
-// key's load or so: the chain is long, the wave rare.
+// settleTTL is the ttl of a settling wave after one that way ran out of reach: twice maxTTL.
+// In the packed region of the 10% pulse at 5,000 nodes, the nodes left at the line once every
+// node got under thres — five a run, the ones that flicker over it — had their nearest room (a
+// node that stays under keep with one more key) 13 to 19 nodes away, beyond maxTTL (JOURNAL.md,
+// "Settling waves reach twice as far where they ran out"). Every settling wave reaching that
+// far made runs with pauses slower, holding long leases over more nodes.
 func (c Config) settleTTL() int { return min(2*c.maxTTL(), MaxTTL) }
 
 // longestTTL is the longest ttl any wave of this node may have: it bounds the ttl a lock

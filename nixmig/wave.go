@@ -206,12 +206,15 @@ func (b *Balancer) startWave(dir pb.Side, l float64, settle bool) {
 // pulses' — must be carried far to the few nodes with room, and a short wave only reserves
 // packed nodes; elsewhere a short wave reserves fewer nodes and its NIX chain carries a lump
 // through fewer of them (JOURNAL.md, "A wave's reach grows where it runs out"). A settling wave
-// reaches twice as far as a wave grows, from the start (Config.settleTTL): in a packed region a
-// node at the line finds a node with room for one key only many nodes away, and one that failed
-// within reach stayed at the line, backing off.
+// reaches as far as a wave grows, from the start, and after one that way ran out of reach twice
+// as far (Config.settleTTL): in a packed region a node at the line finds a node with room for
+// one key only many nodes away, and one that failed within reach stayed at the line.
 func (b *Balancer) waveTTL(dir pb.Side, settle bool) int {
-	if settle {
+	if settle && b.settleFar[dir] {
 		return b.cfg.settleTTL()
+	}
+	if settle {
+		return b.cfg.maxTTL()
 	}
 	return min(b.cfg.TTL<<b.outOfReach[dir], b.cfg.maxTTL())
 }
@@ -255,6 +258,9 @@ func (b *Balancer) onWaveDone(wave uint64, d *pb.WaveDone) {
 	w, ok := b.initiated[wave]
 	if !ok {
 		return
+	}
+	if w.settle {
+		b.settleFar[w.dir] = !d.Ok && d.OutOfReach
 	}
 	if !d.Ok {
 		b.waveFailed(wave, w)
@@ -456,7 +462,7 @@ func (b *Balancer) onLockRequest(from overlay.Peer, wave uint64, r *pb.LockReque
 	}
 	if r.Settle {
 		if tmpL > b.keepAt(l) {
-			b.settleFailed(wave, chain)
+			b.settleFailed(wave, chain, outOfReach)
 			return
 		}
 		ex = 0 // a settling wave never seeks migrants
@@ -467,13 +473,13 @@ func (b *Balancer) onLockRequest(from overlay.Peer, wave uint64, r *pb.LockReque
 // settleFailed ends a settling wave that found no room within its reach, at its last reserved
 // node: the chain goes free and the initiator backs off, rather than leave the last node at
 // the line in its place.
-func (b *Balancer) settleFailed(wave uint64, chain []overlay.Peer) {
+func (b *Balancer) settleFailed(wave uint64, chain []overlay.Peer, outOfReach bool) {
 	dir := b.lock.dir
 	b.unlock(wave)
 	for _, p := range chain[1 : len(chain)-1] {
 		b.send(p.ID, wave, &pb.Release{Reason: "settling wave: no room"})
 	}
-	b.send(chain[0].ID, wave, &pb.WaveDone{Ok: false, Dir: dir})
+	b.send(chain[0].ID, wave, &pb.WaveDone{Ok: false, Dir: dir, OutOfReach: outOfReach})
 }
 
 func (b *Balancer) inChain(chain []*pb.NodeRef) bool {
@@ -491,7 +497,7 @@ func (b *Balancer) onLockRefused(wave uint64, r *pb.LockRefused) {
 		return
 	}
 	if len(b.lock.chain) > 1 && b.lock.settle {
-		b.settleFailed(wave, b.lock.chain)
+		b.settleFailed(wave, b.lock.chain, false)
 		return
 	}
 	if len(b.lock.chain) == 1 {

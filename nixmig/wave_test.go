@@ -275,7 +275,7 @@ func TestHeadroomOnlyWhereKeysAreLight(t *testing.T) {
 // TestWaveTTLGrowsWhereWavesRunOutOfReach: each wave a node started that way and that ran out
 // of reach doubles the ttl of its next wave that way, up to TTLMax; one that ended within reach
 // halves it again (from where it stands: waves out of reach beyond TTLMax are not stored up). The
-// other side and a fixed ttl (TTLMax 0) keep TTL; settling waves reach twice TTLMax.
+// other side and a fixed ttl (TTLMax 0) keep TTL; settling waves reach TTLMax.
 func TestWaveTTLGrowsWhereWavesRunOutOfReach(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.TTL, cfg.TTLMax = 3, 10
@@ -301,8 +301,8 @@ func TestWaveTTLGrowsWhereWavesRunOutOfReach(t *testing.T) {
 	if got := b.waveTTL(pred, false); got != 3 {
 		t.Errorf("the other side's ttl %d, want 3", got)
 	}
-	if got := b.waveTTL(succ, true); got != 20 {
-		t.Errorf("a settling wave's ttl %d, want twice TTLMax, 20", got)
+	if got := b.waveTTL(succ, true); got != 10 {
+		t.Errorf("a settling wave's ttl %d, want TTLMax 10", got)
 	}
 	done(7, false)
 	want("after a wave within reach", 6)
@@ -320,6 +320,42 @@ func TestWaveTTLGrowsWhereWavesRunOutOfReach(t *testing.T) {
 		done(1, true)
 		want(fmt.Sprintf("largest ttl %d, after a wave out of reach", fixed), 3)
 	}
+}
+
+// TestSettlingWaveReachesTwiceAsFarAfterRunningOutOfReach: a node's settling waves reach
+// TTLMax; once one that way failed having run out of reach, the next that way reaches twice as
+// far, until one fails within reach or succeeds. The other side is not affected.
+func TestSettlingWaveReachesTwiceAsFarAfterRunningOutOfReach(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.TTL, cfg.TTLMax = 3, 10
+	_, b := loadedNode(t, "n", cfg, 100)
+	succ, pred := pb.Side_SIDE_SUCC, pb.Side_SIDE_PRED
+	wave := uint64(0)
+	settled := func(d *pb.WaveDone) {
+		wave++
+		b.initiated[wave] = initiatedWave{dir: succ, settle: true}
+		d.Dir = succ
+		b.onWaveDone(wave, d)
+	}
+	want := func(step string, ttl int) {
+		t.Helper()
+		if got := b.waveTTL(succ, true); got != ttl {
+			t.Errorf("%s: next settling wave's ttl %d, want %d", step, got, ttl)
+		}
+	}
+	want("at first", 10)
+	settled(&pb.WaveDone{Ok: false, OutOfReach: true})
+	want("after one out of reach", 20)
+	if got := b.waveTTL(pred, true); got != 10 {
+		t.Errorf("the other side's settling ttl %d, want 10", got)
+	}
+	settled(&pb.WaveDone{Ok: false, OutOfReach: true})
+	want("after two out of reach", 20)
+	settled(&pb.WaveDone{Ok: false})
+	want("after one failed within reach", 10)
+	settled(&pb.WaveDone{Ok: false, OutOfReach: true})
+	settled(&pb.WaveDone{Ok: true})
+	want("after one settled", 10)
 }
 
 // TestTTLMaxRefused: a largest ttl over MaxTTL, or negative, is refused; one at or under ttl
