@@ -210,10 +210,10 @@ func (b *Balancer) startWave(dir pb.Side, l float64, settle bool) {
 // as far (Config.settleTTL): in a packed region a node at the line finds a node with room for
 // one key only many nodes away, and one that failed within reach stayed at the line.
 func (b *Balancer) waveTTL(dir pb.Side, settle bool) int {
-	if settle && b.settleFar[dir] {
-		return b.cfg.settleTTL()
-	}
 	if settle {
+		if b.settleFar[dir] {
+			return b.cfg.settleTTL()
+		}
 		return b.cfg.maxTTL()
 	}
 	return min(b.cfg.TTL<<b.outOfReach[dir], b.cfg.maxTTL())
