@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/skiprange/skiprange/client"
 	"github.com/skiprange/skiprange/overlay/pb"
 )
@@ -48,28 +49,9 @@ Examples:
 				if err != nil {
 					return err
 				}
-				c, entry, err := a.connect(ctx)
-				if err != nil {
-					return err
-				}
-				defer c.Close()
-				rep, err := c.Put(ctx, entry, key, value)
-				if err != nil {
-					return err
-				}
-				if a.g.json {
-					k, kh := jsonBytes(key, a.g.hex)
-					a.writeJSON(struct {
-						OK      bool   `json:"ok"`
-						Command string `json:"command"`
-						Key     string `json:"key"`
-						KeyHex  string `json:"key_hex,omitempty"`
-						replyMeta
-					}{true, "put", k, kh, meta(rep)})
-					return nil
-				}
-				fmt.Fprintf(a.stdout, "stored %s (%s)\n", show(key, a.g.hex), metaText(rep))
-				return nil
+				return a.writeKey(ctx, "put", "stored", key, func(c *client.Client, entry peer.AddrInfo) (*pb.ClientReply, error) {
+					return c.Put(ctx, entry, key, value)
+				})
 			}
 		},
 	}
@@ -150,31 +132,39 @@ Examples:
 					return err
 				}
 				a.subject = show(key, a.g.hex)
-				c, entry, err := a.connect(ctx)
-				if err != nil {
-					return err
-				}
-				defer c.Close()
-				rep, err := c.Delete(ctx, entry, key)
-				if err != nil {
-					return err
-				}
-				if a.g.json {
-					k, kh := jsonBytes(key, a.g.hex)
-					a.writeJSON(struct {
-						OK      bool   `json:"ok"`
-						Command string `json:"command"`
-						Key     string `json:"key"`
-						KeyHex  string `json:"key_hex,omitempty"`
-						replyMeta
-					}{true, "del", k, kh, meta(rep)})
-					return nil
-				}
-				fmt.Fprintf(a.stdout, "deleted %s (%s)\n", show(key, a.g.hex), metaText(rep))
-				return nil
+				return a.writeKey(ctx, "del", "deleted", key, func(c *client.Client, entry peer.AddrInfo) (*pb.ClientReply, error) {
+					return c.Delete(ctx, entry, key)
+				})
 			}
 		},
 	}
+}
+
+// writeKey runs put and del: send makes the write through the entry node, and the reply is
+// printed as "<done> KEY (hops, owner)" or, with --json, as {ok, command, key, hops, owner}.
+func (a *app) writeKey(ctx context.Context, cmd, done string, key []byte, send func(*client.Client, peer.AddrInfo) (*pb.ClientReply, error)) error {
+	c, entry, err := a.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	rep, err := send(c, entry)
+	if err != nil {
+		return err
+	}
+	if a.g.json {
+		k, kh := jsonBytes(key, a.g.hex)
+		a.writeJSON(struct {
+			OK      bool   `json:"ok"`
+			Command string `json:"command"`
+			Key     string `json:"key"`
+			KeyHex  string `json:"key_hex,omitempty"`
+			replyMeta
+		}{true, cmd, k, kh, meta(rep)})
+		return nil
+	}
+	fmt.Fprintf(a.stdout, "%s %s (%s)\n", done, show(key, a.g.hex), metaText(rep))
+	return nil
 }
 
 const defaultScanLimit = 100
