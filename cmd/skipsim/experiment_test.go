@@ -192,7 +192,7 @@ func TestExperimentsSmoke(t *testing.T) {
 	}{
 		{"sweep-zipf", []string{"--points", "2"}, []string{"| nixmig", "| ib", "θ=2", "Workload θ=2: feasible"}, []string{"items.svg"}},
 		{"grid", nil, []string{"thesis ttl 5", "70K/19K/77", "| 160 ", "| 400 "}, []string{"time.svg"}},
-		{"scale", []string{"--points", "20,30"}, []string{"| 30 ", "3000", "messages ×"}, []string{"messages.svg"}},
+		{"scale", []string{"--points", "20,30"}, []string{"| 30 ", "3000", "messages ×", "Time between joins while the overlay is built: 50ms at 20, 50ms at 30 nodes."}, []string{"messages.svg"}},
 		{"dynamic", nil, []string{"Gini at the end", "≈0.2", "Snapshots at [160 220 360] s"}, []string{"series.csv", "loads.svg", "gini.svg", "traffic.svg"}},
 		{"unl", []string{"--points", "10"}, []string{"probes (SmartUNL)", "success (random probing)", "60–71%"}, []string{"probes.svg"}},
 		{"rnp", []string{"--points", "20"}, []string{"SmartRNP ÷ adversarial", "migrants' items (SmartRNP)", "| 20%"}, []string{"items.svg", "migrant-items.svg"}},
@@ -219,6 +219,29 @@ func TestExperimentsSmoke(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestScaleJoinInterval: a scale point builds in at most 250 s of virtual time unless
+// --join-interval is given, which then holds at every size.
+func TestScaleJoinInterval(t *testing.T) {
+	for _, c := range []struct {
+		interval time.Duration
+		nodes    int
+		want     time.Duration
+	}{
+		{50 * time.Millisecond, 500, 50 * time.Millisecond},
+		{50 * time.Millisecond, 5000, 50 * time.Millisecond},
+		{50 * time.Millisecond, 25_000, 10 * time.Millisecond},
+		{50 * time.Millisecond, 50_000, 5 * time.Millisecond},
+		{time.Millisecond, 50_000, time.Millisecond},
+	} {
+		if got := scaleJoinInterval(c.interval, c.nodes); got != c.want {
+			t.Errorf("scaleJoinInterval(%v, %d) = %v, want %v", c.interval, c.nodes, got, c.want)
+		}
+	}
+	dir := t.TempDir()
+	stdout, _ := runOK(t, tinyExperiment("scale", dir, "--points", "20", "--join-interval", "20s", "--quiet")...)
+	wantIn(t, "stdout", stdout, "Time between joins while the overlay is built: 20s at 20 nodes.")
 }
 
 func TestMetrics(t *testing.T) {
