@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -307,5 +308,26 @@ func TestExperimentParallelSameTable(t *testing.T) {
 	}
 	if !strings.Contains(one, " ± ") {
 		t.Errorf("two seeds gave no spread:\n%s", one)
+	}
+}
+
+// TestRunReport: a run of an experiment reports its phase at most once per interval of wall
+// time, with the nodes over thres once balancing began.
+func TestRunReport(t *testing.T) {
+	now := time.Unix(1000, 0)
+	var lines []string
+	r := &runReport{name: "50000 nodes seed 1", every: 30 * time.Second, now: func() time.Time { return now }, last: now, over: -1,
+		emit: func(line string) { lines = append(lines, line) }}
+	r.progress("build", 10, 50000) // at the start: nothing
+	now = now.Add(31 * time.Second)
+	r.progress("build", 20000, 50000)
+	now = now.Add(10 * time.Second)
+	r.progress("warm-up", 100, 4000) // 10 s after the last line: nothing
+	now = now.Add(25 * time.Second)
+	r.over = 1520
+	r.progress("balancing", 850, 4000)
+	want := []string{"50000 nodes seed 1: build 20000/50000", "50000 nodes seed 1: balancing 850/4000, 1520 nodes over thres"}
+	if !slices.Equal(lines, want) {
+		t.Errorf("lines %q, want %q", lines, want)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/skiprange/skiprange/nixmig"
 	"github.com/skiprange/skiprange/testnet/report"
@@ -55,7 +56,13 @@ jobs:
 				defer func() { <-slots }()
 				p := pt.params
 				p.Seed = uint64(i + 1)
-				res, err := sim.RunBalance(p, nil)
+				report := &runReport{name: name, every: runReportEvery, now: time.Now, last: time.Now(), over: -1, emit: func(line string) {
+					mu.Lock()
+					defer mu.Unlock()
+					bar.update(line, done, total)
+				}}
+				p.Overloaded = func(nodes int) { report.over = nodes }
+				res, err := sim.RunBalance(p, report.progress)
 				mu.Lock()
 				defer mu.Unlock()
 				done++
@@ -73,6 +80,35 @@ jobs:
 		return firstErr
 	}
 	return e.runsTable().WriteCSV(filepath.Join(e.out, "runs.csv"))
+}
+
+// runReportEvery is how often a running experiment's run reports its phase.
+const runReportEvery = 30 * time.Second
+
+// runReport forwards how one run of an experiment is going to the experiment's progress, at
+// most once every `every` of wall time: a short run says nothing beyond its start and its end,
+// and a 50,000-node run of scale --full, which takes most of an hour, shows its phase.
+type runReport struct {
+	name  string
+	every time.Duration
+	now   func() time.Time
+	last  time.Time // when the run started or last reported
+	over  int       // nodes over thres at the latest second of balancing; -1 before it began
+	emit  func(line string)
+}
+
+// progress is the run's sim.Progress.
+func (r *runReport) progress(phase string, done, total int) {
+	now := r.now()
+	if now.Sub(r.last) < r.every {
+		return
+	}
+	r.last = now
+	line := fmt.Sprintf("%s: %s %d/%d", r.name, phase, done, total)
+	if r.over >= 0 {
+		line += fmt.Sprintf(", %d nodes over thres", r.over)
+	}
+	r.emit(line)
 }
 
 // runsTable has one row per run with everything it measured.
