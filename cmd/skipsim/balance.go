@@ -178,7 +178,7 @@ func runBalance(args []string, stdout, stderr io.Writer) error {
 	}
 	stopSignals := interruptible(&p, stderr)
 	bar := newProgress(stderr, f.quiet)
-	p.Overloaded = func(nodes int) { bar.setDetail(fmt.Sprintf("%d nodes over thres", nodes)) }
+	p.Overloaded = func(nodes int) { bar.setDetail(overThres(nodes)) }
 	res, err := sim.RunBalance(p, bar.update)
 	bar.finish()
 	stopSignals()

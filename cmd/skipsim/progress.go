@@ -76,3 +76,6 @@ func (p *progress) finish() {
 		fmt.Fprintln(p.w)
 	}
 }
+
+// overThres is how progress lines say how many nodes are over thres.
+func overThres(nodes int) string { return fmt.Sprintf("%d nodes over thres", nodes) }

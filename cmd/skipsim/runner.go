@@ -106,7 +106,7 @@ func (r *runReport) progress(phase string, done, total int) {
 	r.last = now
 	line := fmt.Sprintf("%s: %s %d/%d", r.name, phase, done, total)
 	if r.over >= 0 {
-		line += fmt.Sprintf(", %d nodes over thres", r.over)
+		line += ", " + overThres(r.over)
 	}
 	r.emit(line)
 }
