@@ -29,6 +29,7 @@ type Stats struct {
 	SettlingWaves                      int // waves started by a node at the line (atLine)
 	WavesOutOfReach                    int // waves that ended out of reach (WaveDone.out_of_reach; counted at the initiator)
 	LockRefusals                       int // lock requests this node refused
+	LockFrees                          int // initiators it refused told it went free (wakeRefused)
 	NIX, MIG                           int // NIX handoffs given, migrations done (counted at the end node)
 	SplitLeaves                        int // migrations whose range went to both neighbours (counted at the migrant)
 	Probes                             int // probe messages sent (UNL fallback, Item Balancing, the threshold algorithm's samples)
@@ -133,6 +134,15 @@ type backoffState struct {
 	fails  int
 	until  time.Time
 	facing overlay.NodeID // the neighbour that way when the last wave failed
+	wave   uint64         // the last wave that failed: a LockFree naming it ends the wait
+}
+
+// refusedWave is a wave whose first lock request this node refused as busy: its initiator is
+// told when this node goes free (wakeRefused).
+type refusedWave struct {
+	wave      uint64
+	initiator overlay.NodeID
+	at        time.Time
 }
 
 // sideStat is an exponentially decaying count of lock requests received from one side.
@@ -173,6 +183,11 @@ type Balancer struct {
 	// so its next one that way reaches twice as far (waveTTL).
 	settleFar [3]bool
 	sides     [3]sideStat // lock requests received, by the side they came from
+	// refused, by pb.Side: the last wave this node refused from its neighbour that way, the
+	// wave's initiator, until it is told this node went free; lastFree is when this node last
+	// told one (wakeRefused).
+	refused   [3]refusedWave
+	lastFree  time.Time
 	unl       hintCache
 	ib        ibState
 	threshold thresholdState
@@ -359,6 +374,8 @@ func (b *Balancer) send(to overlay.NodeID, wave uint64, op any) {
 		m.Op = &pb.Balance_LockRefused{LockRefused: o}
 	case *pb.Release:
 		m.Op = &pb.Balance_Release{Release: o}
+	case *pb.LockFree:
+		m.Op = &pb.Balance_LockFree{LockFree: o}
 	case *pb.NixTurn:
 		m.Op = &pb.Balance_NixTurn{NixTurn: o}
 	case *pb.RemoteLock:
@@ -404,6 +421,8 @@ func (b *Balancer) Handle(from overlay.Peer, m *pb.Balance) {
 		b.onLockRefused(m.Wave, op.LockRefused)
 	case *pb.Balance_Release:
 		b.onRelease(m.Wave, op.Release)
+	case *pb.Balance_LockFree:
+		b.onLockFree(m.Wave)
 	case *pb.Balance_NixTurn:
 		b.onNixTurn(m.Wave, op.NixTurn)
 	case *pb.Balance_RemoteLock:

@@ -51,6 +51,7 @@ func (b *Balancer) onCheck() {
 	l := b.load.Load(now)
 	settle := b.atLine(l)
 	if l <= b.cfg.Thres && !settle {
+		b.wakeRefused(now)
 		return
 	}
 	dir, ok := b.chooseDirection(now, settle)
@@ -137,6 +138,53 @@ func (b *Balancer) backedOff(st *backoffState, s pb.Side, now time.Time) bool {
 		*st = backoffState{}
 	}
 	return !now.Before(st.until)
+}
+
+// freeEvery is how many hop times a node lets pass between two initiators it tells it went
+// free (wakeRefused): one hop for the LockFree, one for the lock request it brings, and a
+// margin for the check that starts the wave; a second initiator told within that time would
+// meet the first one's lock.
+const freeEvery = 4
+
+// wakeRefused tells the initiator whose wave this node refused longest ago, of the last one
+// refused from each side, that this node is free now: called on a check that found the node
+// idle with no wave of its own to start. A back-off is a blind wait: at 5,000 nodes a node at
+// 496 (thres 60) refused eight times by a busy neighbour waited out a window of 255 one-second
+// slots — 155 s — beside that neighbour, idle all the while, and the whole run waited for it
+// (JOURNAL.md, "A refused initiator told when its neighbour goes free"). Only one initiator is
+// told at a time, and only by a node that will not start a wave itself, so the random spacing
+// still separates initiators competing for the same neighbour.
+func (b *Balancer) wakeRefused(now time.Time) {
+	if now.Before(b.lastFree.Add(freeEvery * b.cfg.HopTime)) {
+		return
+	}
+	var oldest pb.Side
+	for _, s := range []pb.Side{pb.Side_SIDE_PRED, pb.Side_SIDE_SUCC} {
+		if r := b.refused[s]; r.wave != 0 && (oldest == 0 || r.at.Before(b.refused[oldest].at)) {
+			oldest = s
+		}
+	}
+	if oldest == 0 {
+		return
+	}
+	r := b.refused[oldest]
+	b.refused[oldest] = refusedWave{}
+	b.lastFree = now
+	b.Stats.LockFrees++
+	b.send(r.initiator, r.wave, &pb.LockFree{})
+}
+
+// onLockFree ends the back-off that the failure of wave set, if it is still the last failure
+// that way: the neighbour that refused it is free. The count of failures stays, so a wave that
+// meets a lock again backs off twice as long.
+func (b *Balancer) onLockFree(wave uint64) {
+	for _, backoff := range []*[3]backoffState{&b.backoff, &b.settleBackoff} {
+		for s := range backoff {
+			if st := &backoff[s]; st.fails > 0 && st.wave == wave {
+				st.until = b.env.Now()
+			}
+		}
+	}
 }
 
 func (b *Balancer) sideValue(s pb.Side, now time.Time) float64 {
@@ -250,6 +298,7 @@ func (b *Balancer) waveFailed(wave uint64, w initiatedWave) {
 	}
 	bo.fails++
 	bo.facing = b.neighbour(w.dir).ID
+	bo.wave = wave
 	slots := int64(1)<<min(bo.fails, 10) - 1
 	bo.until = b.env.Now().Add(time.Duration(b.env.Rand().Int64N(slots+1)) * b.cfg.HopTime)
 }
@@ -423,6 +472,10 @@ func (b *Balancer) onLockRequest(from overlay.Peer, wave uint64, r *pb.LockReque
 	last := from.ID
 	if !b.idle() || b.inChain(r.Chain) {
 		b.Stats.LockRefusals++
+		if len(r.Chain) == 1 && !b.cfg.FaithfulBackoff {
+			// The initiator's own request: refused, it backs off (onLockRefused).
+			b.refused[opposite(r.Dir)] = refusedWave{wave: wave, initiator: last, at: now}
+		}
 		b.send(last, wave, &pb.LockRefused{Reason: "busy"})
 		return
 	}

@@ -3,6 +3,7 @@ package nixmig
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -194,6 +195,77 @@ func TestBackOffEndsWithItsNeighbour(t *testing.T) {
 	}
 	if st.fails != 1 || st.facing != "n" {
 		t.Errorf("after a failed wave: %d fails facing %q, want 1 facing n", st.fails, st.facing)
+	}
+}
+
+// TestRefusedInitiatorToldWhenFree: a node that refused initiators' first lock requests as busy
+// tells them once it is free and has no wave of its own to start — the one refused first, then
+// the other freeEvery hop times later; the told initiator's back-off set by that wave ends, its
+// count of failures kept, while a LockFree naming an older wave changes nothing. A node over
+// thres starts its own wave instead, and with FaithfulBackoff nobody is told.
+func TestRefusedInitiatorToldWhenFree(t *testing.T) {
+	told := func(env *recordingEnv) (to []overlay.NodeID, waves []uint64) {
+		for _, s := range env.sent {
+			if m := s.m.GetBalance(); m.GetLockFree() != nil {
+				to, waves = append(to, s.to), append(waves, m.Wave)
+			}
+		}
+		return to, waves
+	}
+	request := func(initiator string, dir pb.Side) *pb.LockRequest {
+		return &pb.LockRequest{Dir: dir, Chain: []*pb.NodeRef{{Id: []byte(initiator), Start: []byte("k0")}}, TmpLoad: 200, Moved: 50}
+	}
+	refuseTwo := func(cfg Config, load float64) (*recordingEnv, *Balancer) {
+		env, b := loadedNode(t, "r", cfg, load)
+		b.running = true
+		b.lockFor(5, roleChain, time.Minute) // busy with another wave
+		b.onLockRequest(overlay.Peer{ID: "p"}, 11, request("p", pb.Side_SIDE_SUCC))
+		env.now = env.now.Add(time.Second)
+		b.onLockRequest(overlay.Peer{ID: "s"}, 12, request("s", pb.Side_SIDE_PRED))
+		b.onCheck()
+		if to, _ := told(env); len(to) != 0 {
+			t.Errorf("locked: told %v, want nobody", to)
+		}
+		b.unlock(5)
+		return env, b
+	}
+
+	env, b := refuseTwo(DefaultConfig(), 40)
+	for i, want := range [][]overlay.NodeID{{"p"}, {"p"}, {"p"}, {"p"}, {"p", "s"}, {"p", "s"}} {
+		b.onCheck()
+		if to, waves := told(env); !slices.Equal(to, want) || !slices.Equal(waves, []uint64{11, 12}[:len(want)]) {
+			t.Errorf("check %d after going free: told %v of waves %v, want %v of waves 11, 12", i, to, waves, want)
+		}
+		env.now = env.now.Add(time.Second)
+	}
+	if b.Stats.LockFrees != 2 {
+		t.Errorf("%d LockFrees counted, want 2", b.Stats.LockFrees)
+	}
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		load float64
+	}{{"over thres", DefaultConfig(), 100}, {"faithful", DefaultConfig().Faithful(), 40}} {
+		env, b := refuseTwo(c.cfg, c.load)
+		b.onCheck()
+		if to, _ := told(env); len(to) != 0 {
+			t.Errorf("%s: told %v, want nobody", c.name, to)
+		}
+	}
+
+	env, b = loadedNode(t, "i", DefaultConfig(), 100)
+	until := env.now.Add(50 * time.Second)
+	b.backoff[pb.Side_SIDE_SUCC] = backoffState{fails: 6, until: until, facing: "x", wave: 21}
+	free := func(wave uint64) {
+		b.Handle(overlay.Peer{ID: "x"}, &pb.Balance{Wave: wave, Op: &pb.Balance_LockFree{LockFree: &pb.LockFree{}}})
+	}
+	free(20)
+	if st := b.backoff[pb.Side_SIDE_SUCC]; !st.until.Equal(until) {
+		t.Errorf("told of an older wave: back-off until %v, want %v", st.until, until)
+	}
+	free(21)
+	if st := b.backoff[pb.Side_SIDE_SUCC]; !st.until.Equal(env.now) || st.fails != 6 {
+		t.Errorf("told of the wave that failed: back-off until %v with %d fails, want now with 6", st.until, st.fails)
 	}
 }
 

@@ -146,7 +146,7 @@ func (r *Runtime) counterValues() map[string]uint64 {
 		"ranges_lost": uint64(s.RangesLost), "items_lost": uint64(s.ItemsLost), "copies_written_out": uint64(s.WrittenOut), "copies_older": uint64(s.CopiesOlder), "tombstones_evicted": uint64(s.TombstonesEvicted), "handoffs_out": uint64(s.HandoffsOut), "handoffs_in": uint64(s.HandoffsIn),
 		"handoff_aborts": uint64(s.Aborts), "request_retries": uint64(s.Retries), "writes_superseded": uint64(s.Superseded), "writes_reissued": uint64(s.Reissued), "rerouted": uint64(s.Rerouted), "items_moved": itemsOut, "items_moved_balance": uint64(s.ItemsOut[pb.Cause_CAUSE_BALANCE]),
 		"waves_started": uint64(b.WavesStarted), "waves_ok": uint64(b.WavesOK), "waves_failed": uint64(b.WavesFailed),
-		"nix": uint64(b.NIX), "mig": uint64(b.MIG), "lock_refusals": uint64(b.LockRefusals), "leases_expired": uint64(b.LeasesExpired),
+		"nix": uint64(b.NIX), "mig": uint64(b.MIG), "lock_refusals": uint64(b.LockRefusals), "lock_frees": uint64(b.LockFrees), "leases_expired": uint64(b.LeasesExpired),
 		"balance_numbered": uint64(b.Numbered), "balance_resent": uint64(b.Resent),
 		"lock_seconds":  uint64(b.Locked / time.Second),
 		"frames_in":     r.stats.framesIn.Load(),

@@ -3110,6 +3110,7 @@ type Balance struct {
 	//	*Balance_IbOffer
 	//	*Balance_IbNix
 	//	*Balance_Ack
+	//	*Balance_LockFree
 	Op            isBalance_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3292,6 +3293,15 @@ func (x *Balance) GetAck() *BalanceAck {
 	return nil
 }
 
+func (x *Balance) GetLockFree() *LockFree {
+	if x != nil {
+		if x, ok := x.Op.(*Balance_LockFree); ok {
+			return x.LockFree
+		}
+	}
+	return nil
+}
+
 type isBalance_Op interface {
 	isBalance_Op()
 }
@@ -3352,6 +3362,10 @@ type Balance_Ack struct {
 	Ack *BalanceAck `protobuf:"bytes,23,opt,name=ack,proto3,oneof"`
 }
 
+type Balance_LockFree struct {
+	LockFree *LockFree `protobuf:"bytes,24,opt,name=lock_free,json=lockFree,proto3,oneof"`
+}
+
 func (*Balance_Lock) isBalance_Op() {}
 
 func (*Balance_LockRefused) isBalance_Op() {}
@@ -3379,6 +3393,8 @@ func (*Balance_IbOffer) isBalance_Op() {}
 func (*Balance_IbNix) isBalance_Op() {}
 
 func (*Balance_Ack) isBalance_Op() {}
+
+func (*Balance_LockFree) isBalance_Op() {}
 
 // BalanceAck acknowledges the balancing message of sequence number seq from the receiver.
 type BalanceAck struct {
@@ -3590,6 +3606,45 @@ func (x *LockRefused) GetOverloaded() bool {
 	return false
 }
 
+// LockFree tells the initiator of the wave, whose first lock request the sender refused as busy,
+// that the sender is free now and has no wave of its own to start: the back-off that wave's
+// failure set is over.
+type LockFree struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LockFree) Reset() {
+	*x = LockFree{}
+	mi := &file_overlay_pb_overlay_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LockFree) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LockFree) ProtoMessage() {}
+
+func (x *LockFree) ProtoReflect() protoreflect.Message {
+	mi := &file_overlay_pb_overlay_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LockFree.ProtoReflect.Descriptor instead.
+func (*LockFree) Descriptor() ([]byte, []int) {
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{32}
+}
+
 // Release unlocks a node reserved by the wave.
 type Release struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -3603,7 +3658,7 @@ type Release struct {
 
 func (x *Release) Reset() {
 	*x = Release{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[32]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3615,7 +3670,7 @@ func (x *Release) String() string {
 func (*Release) ProtoMessage() {}
 
 func (x *Release) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[32]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3628,7 +3683,7 @@ func (x *Release) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Release.ProtoReflect.Descriptor instead.
 func (*Release) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{32}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Release) GetReason() string {
@@ -3667,7 +3722,7 @@ type NixTurn struct {
 
 func (x *NixTurn) Reset() {
 	*x = NixTurn{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[33]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3679,7 +3734,7 @@ func (x *NixTurn) String() string {
 func (*NixTurn) ProtoMessage() {}
 
 func (x *NixTurn) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[33]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3692,7 +3747,7 @@ func (x *NixTurn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NixTurn.ProtoReflect.Descriptor instead.
 func (*NixTurn) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{33}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *NixTurn) GetDir() Side {
@@ -3738,7 +3793,7 @@ type SplitPlan struct {
 
 func (x *SplitPlan) Reset() {
 	*x = SplitPlan{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[34]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3750,7 +3805,7 @@ func (x *SplitPlan) String() string {
 func (*SplitPlan) ProtoMessage() {}
 
 func (x *SplitPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[34]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3763,7 +3818,7 @@ func (x *SplitPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitPlan.ProtoReflect.Descriptor instead.
 func (*SplitPlan) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{34}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SplitPlan) GetMigrant() uint32 {
@@ -3827,7 +3882,7 @@ type RemoteLock struct {
 
 func (x *RemoteLock) Reset() {
 	*x = RemoteLock{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[35]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3839,7 +3894,7 @@ func (x *RemoteLock) String() string {
 func (*RemoteLock) ProtoMessage() {}
 
 func (x *RemoteLock) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[35]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3852,7 +3907,7 @@ func (x *RemoteLock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoteLock.ProtoReflect.Descriptor instead.
 func (*RemoteLock) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{35}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RemoteLock) GetEnd() *NodeRef {
@@ -3946,7 +4001,7 @@ type RemoteReply struct {
 
 func (x *RemoteReply) Reset() {
 	*x = RemoteReply{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[36]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3958,7 +4013,7 @@ func (x *RemoteReply) String() string {
 func (*RemoteReply) ProtoMessage() {}
 
 func (x *RemoteReply) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[36]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3971,7 +4026,7 @@ func (x *RemoteReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoteReply.ProtoReflect.Descriptor instead.
 func (*RemoteReply) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{36}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RemoteReply) GetM() *NodeRef {
@@ -4027,7 +4082,7 @@ type MigOrder struct {
 
 func (x *MigOrder) Reset() {
 	*x = MigOrder{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[37]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4039,7 +4094,7 @@ func (x *MigOrder) String() string {
 func (*MigOrder) ProtoMessage() {}
 
 func (x *MigOrder) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[37]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4052,7 +4107,7 @@ func (x *MigOrder) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigOrder.ProtoReflect.Descriptor instead.
 func (*MigOrder) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{37}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *MigOrder) GetTarget() *NodeRef {
@@ -4109,7 +4164,7 @@ type MigDone struct {
 
 func (x *MigDone) Reset() {
 	*x = MigDone{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[38]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4121,7 +4176,7 @@ func (x *MigDone) String() string {
 func (*MigDone) ProtoMessage() {}
 
 func (x *MigDone) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[38]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4134,7 +4189,7 @@ func (x *MigDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MigDone.ProtoReflect.Descriptor instead.
 func (*MigDone) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{38}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *MigDone) GetOk() bool {
@@ -4167,7 +4222,7 @@ type WaveDone struct {
 
 func (x *WaveDone) Reset() {
 	*x = WaveDone{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[39]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4179,7 +4234,7 @@ func (x *WaveDone) String() string {
 func (*WaveDone) ProtoMessage() {}
 
 func (x *WaveDone) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[39]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4192,7 +4247,7 @@ func (x *WaveDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaveDone.ProtoReflect.Descriptor instead.
 func (*WaveDone) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{39}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *WaveDone) GetOk() bool {
@@ -4234,7 +4289,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[40]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4246,7 +4301,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[40]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4259,7 +4314,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{40}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Probe) GetLoad() float64 {
@@ -4283,7 +4338,7 @@ type ProbeReply struct {
 
 func (x *ProbeReply) Reset() {
 	*x = ProbeReply{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[41]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4295,7 +4350,7 @@ func (x *ProbeReply) String() string {
 func (*ProbeReply) ProtoMessage() {}
 
 func (x *ProbeReply) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[41]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4308,7 +4363,7 @@ func (x *ProbeReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeReply.ProtoReflect.Descriptor instead.
 func (*ProbeReply) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{41}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ProbeReply) GetLoad() float64 {
@@ -4353,7 +4408,7 @@ type IBOffer struct {
 
 func (x *IBOffer) Reset() {
 	*x = IBOffer{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[42]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4365,7 +4420,7 @@ func (x *IBOffer) String() string {
 func (*IBOffer) ProtoMessage() {}
 
 func (x *IBOffer) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[42]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4378,7 +4433,7 @@ func (x *IBOffer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IBOffer.ProtoReflect.Descriptor instead.
 func (*IBOffer) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{42}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *IBOffer) GetHeavy() *NodeRef {
@@ -4420,7 +4475,7 @@ type IBNix struct {
 
 func (x *IBNix) Reset() {
 	*x = IBNix{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[43]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4432,7 +4487,7 @@ func (x *IBNix) String() string {
 func (*IBNix) ProtoMessage() {}
 
 func (x *IBNix) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[43]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4445,7 +4500,7 @@ func (x *IBNix) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IBNix.ProtoReflect.Descriptor instead.
 func (*IBNix) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{43}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *IBNix) GetLoad() float64 {
@@ -4466,7 +4521,7 @@ type LevelLinks struct {
 
 func (x *LevelLinks) Reset() {
 	*x = LevelLinks{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[44]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4478,7 +4533,7 @@ func (x *LevelLinks) String() string {
 func (*LevelLinks) ProtoMessage() {}
 
 func (x *LevelLinks) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[44]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4491,7 +4546,7 @@ func (x *LevelLinks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LevelLinks.ProtoReflect.Descriptor instead.
 func (*LevelLinks) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{44}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *LevelLinks) GetPred() *NodeRef {
@@ -4543,7 +4598,7 @@ type NodeSnapshot struct {
 
 func (x *NodeSnapshot) Reset() {
 	*x = NodeSnapshot{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[45]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4555,7 +4610,7 @@ func (x *NodeSnapshot) String() string {
 func (*NodeSnapshot) ProtoMessage() {}
 
 func (x *NodeSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[45]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4568,7 +4623,7 @@ func (x *NodeSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSnapshot.ProtoReflect.Descriptor instead.
 func (*NodeSnapshot) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{45}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *NodeSnapshot) GetSelf() *NodeRef {
@@ -4665,7 +4720,7 @@ type SettledHandoff struct {
 
 func (x *SettledHandoff) Reset() {
 	*x = SettledHandoff{}
-	mi := &file_overlay_pb_overlay_proto_msgTypes[46]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4677,7 +4732,7 @@ func (x *SettledHandoff) String() string {
 func (*SettledHandoff) ProtoMessage() {}
 
 func (x *SettledHandoff) ProtoReflect() protoreflect.Message {
-	mi := &file_overlay_pb_overlay_proto_msgTypes[46]
+	mi := &file_overlay_pb_overlay_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4690,7 +4745,7 @@ func (x *SettledHandoff) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SettledHandoff.ProtoReflect.Descriptor instead.
 func (*SettledHandoff) Descriptor() ([]byte, []int) {
-	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{46}
+	return file_overlay_pb_overlay_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *SettledHandoff) GetXferId() uint64 {
@@ -4959,7 +5014,7 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x04pong\x18\" \x01(\v2\x17.skiprange.overlay.PongH\x00R\x04pong\x12C\n" +
 	"\fcopies_whole\x18# \x01(\v2\x1e.skiprange.overlay.CopiesWholeH\x00R\vcopiesWhole\x126\n" +
 	"\abalance\x18( \x01(\v2\x1a.skiprange.overlay.BalanceH\x00R\abalanceB\x06\n" +
-	"\x04body\"\xec\x06\n" +
+	"\x04body\"\xa8\a\n" +
 	"\aBalance\x12\x12\n" +
 	"\x04wave\x18\x01 \x01(\x04R\x04wave\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x124\n" +
@@ -4979,7 +5034,8 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"probeReply\x127\n" +
 	"\bib_offer\x18\x15 \x01(\v2\x1a.skiprange.overlay.IBOfferH\x00R\aibOffer\x121\n" +
 	"\x06ib_nix\x18\x16 \x01(\v2\x18.skiprange.overlay.IBNixH\x00R\x05ibNix\x121\n" +
-	"\x03ack\x18\x17 \x01(\v2\x1d.skiprange.overlay.BalanceAckH\x00R\x03ackB\x04\n" +
+	"\x03ack\x18\x17 \x01(\v2\x1d.skiprange.overlay.BalanceAckH\x00R\x03ack\x12:\n" +
+	"\tlock_free\x18\x18 \x01(\v2\x1b.skiprange.overlay.LockFreeH\x00R\blockFreeB\x04\n" +
 	"\x02op\"\x1e\n" +
 	"\n" +
 	"BalanceAck\x12\x10\n" +
@@ -4999,7 +5055,9 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x1e\n" +
 	"\n" +
 	"overloaded\x18\x02 \x01(\bR\n" +
-	"overloaded\"b\n" +
+	"overloaded\"\n" +
+	"\n" +
+	"\bLockFree\"b\n" +
 	"\aRelease\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x14\n" +
 	"\x05abort\x18\x02 \x01(\bR\x05abort\x12)\n" +
@@ -5150,7 +5208,7 @@ func file_overlay_pb_overlay_proto_rawDescGZIP() []byte {
 }
 
 var file_overlay_pb_overlay_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_overlay_pb_overlay_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_overlay_pb_overlay_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_overlay_pb_overlay_proto_goTypes = []any{
 	(Op)(0),                  // 0: skiprange.overlay.Op
 	(Status)(0),              // 1: skiprange.overlay.Status
@@ -5190,21 +5248,22 @@ var file_overlay_pb_overlay_proto_goTypes = []any{
 	(*BalanceAck)(nil),       // 35: skiprange.overlay.BalanceAck
 	(*LockRequest)(nil),      // 36: skiprange.overlay.LockRequest
 	(*LockRefused)(nil),      // 37: skiprange.overlay.LockRefused
-	(*Release)(nil),          // 38: skiprange.overlay.Release
-	(*NixTurn)(nil),          // 39: skiprange.overlay.NixTurn
-	(*SplitPlan)(nil),        // 40: skiprange.overlay.SplitPlan
-	(*RemoteLock)(nil),       // 41: skiprange.overlay.RemoteLock
-	(*RemoteReply)(nil),      // 42: skiprange.overlay.RemoteReply
-	(*MigOrder)(nil),         // 43: skiprange.overlay.MigOrder
-	(*MigDone)(nil),          // 44: skiprange.overlay.MigDone
-	(*WaveDone)(nil),         // 45: skiprange.overlay.WaveDone
-	(*Probe)(nil),            // 46: skiprange.overlay.Probe
-	(*ProbeReply)(nil),       // 47: skiprange.overlay.ProbeReply
-	(*IBOffer)(nil),          // 48: skiprange.overlay.IBOffer
-	(*IBNix)(nil),            // 49: skiprange.overlay.IBNix
-	(*LevelLinks)(nil),       // 50: skiprange.overlay.LevelLinks
-	(*NodeSnapshot)(nil),     // 51: skiprange.overlay.NodeSnapshot
-	(*SettledHandoff)(nil),   // 52: skiprange.overlay.SettledHandoff
+	(*LockFree)(nil),         // 38: skiprange.overlay.LockFree
+	(*Release)(nil),          // 39: skiprange.overlay.Release
+	(*NixTurn)(nil),          // 40: skiprange.overlay.NixTurn
+	(*SplitPlan)(nil),        // 41: skiprange.overlay.SplitPlan
+	(*RemoteLock)(nil),       // 42: skiprange.overlay.RemoteLock
+	(*RemoteReply)(nil),      // 43: skiprange.overlay.RemoteReply
+	(*MigOrder)(nil),         // 44: skiprange.overlay.MigOrder
+	(*MigDone)(nil),          // 45: skiprange.overlay.MigDone
+	(*WaveDone)(nil),         // 46: skiprange.overlay.WaveDone
+	(*Probe)(nil),            // 47: skiprange.overlay.Probe
+	(*ProbeReply)(nil),       // 48: skiprange.overlay.ProbeReply
+	(*IBOffer)(nil),          // 49: skiprange.overlay.IBOffer
+	(*IBNix)(nil),            // 50: skiprange.overlay.IBNix
+	(*LevelLinks)(nil),       // 51: skiprange.overlay.LevelLinks
+	(*NodeSnapshot)(nil),     // 52: skiprange.overlay.NodeSnapshot
+	(*SettledHandoff)(nil),   // 53: skiprange.overlay.SettledHandoff
 }
 var file_overlay_pb_overlay_proto_depIdxs = []int32{
 	9,   // 0: skiprange.overlay.Route.hints:type_name -> skiprange.overlay.LoadHint
@@ -5279,52 +5338,53 @@ var file_overlay_pb_overlay_proto_depIdxs = []int32{
 	34,  // 69: skiprange.overlay.Envelope.balance:type_name -> skiprange.overlay.Balance
 	36,  // 70: skiprange.overlay.Balance.lock:type_name -> skiprange.overlay.LockRequest
 	37,  // 71: skiprange.overlay.Balance.lock_refused:type_name -> skiprange.overlay.LockRefused
-	38,  // 72: skiprange.overlay.Balance.release:type_name -> skiprange.overlay.Release
-	39,  // 73: skiprange.overlay.Balance.nix_turn:type_name -> skiprange.overlay.NixTurn
-	41,  // 74: skiprange.overlay.Balance.remote_lock:type_name -> skiprange.overlay.RemoteLock
-	42,  // 75: skiprange.overlay.Balance.remote_reply:type_name -> skiprange.overlay.RemoteReply
-	43,  // 76: skiprange.overlay.Balance.mig_order:type_name -> skiprange.overlay.MigOrder
-	44,  // 77: skiprange.overlay.Balance.mig_done:type_name -> skiprange.overlay.MigDone
-	45,  // 78: skiprange.overlay.Balance.wave_done:type_name -> skiprange.overlay.WaveDone
-	46,  // 79: skiprange.overlay.Balance.probe:type_name -> skiprange.overlay.Probe
-	47,  // 80: skiprange.overlay.Balance.probe_reply:type_name -> skiprange.overlay.ProbeReply
-	48,  // 81: skiprange.overlay.Balance.ib_offer:type_name -> skiprange.overlay.IBOffer
-	49,  // 82: skiprange.overlay.Balance.ib_nix:type_name -> skiprange.overlay.IBNix
+	39,  // 72: skiprange.overlay.Balance.release:type_name -> skiprange.overlay.Release
+	40,  // 73: skiprange.overlay.Balance.nix_turn:type_name -> skiprange.overlay.NixTurn
+	42,  // 74: skiprange.overlay.Balance.remote_lock:type_name -> skiprange.overlay.RemoteLock
+	43,  // 75: skiprange.overlay.Balance.remote_reply:type_name -> skiprange.overlay.RemoteReply
+	44,  // 76: skiprange.overlay.Balance.mig_order:type_name -> skiprange.overlay.MigOrder
+	45,  // 77: skiprange.overlay.Balance.mig_done:type_name -> skiprange.overlay.MigDone
+	46,  // 78: skiprange.overlay.Balance.wave_done:type_name -> skiprange.overlay.WaveDone
+	47,  // 79: skiprange.overlay.Balance.probe:type_name -> skiprange.overlay.Probe
+	48,  // 80: skiprange.overlay.Balance.probe_reply:type_name -> skiprange.overlay.ProbeReply
+	49,  // 81: skiprange.overlay.Balance.ib_offer:type_name -> skiprange.overlay.IBOffer
+	50,  // 82: skiprange.overlay.Balance.ib_nix:type_name -> skiprange.overlay.IBNix
 	35,  // 83: skiprange.overlay.Balance.ack:type_name -> skiprange.overlay.BalanceAck
-	3,   // 84: skiprange.overlay.LockRequest.dir:type_name -> skiprange.overlay.Side
-	6,   // 85: skiprange.overlay.LockRequest.chain:type_name -> skiprange.overlay.NodeRef
-	3,   // 86: skiprange.overlay.Release.dir:type_name -> skiprange.overlay.Side
-	3,   // 87: skiprange.overlay.NixTurn.dir:type_name -> skiprange.overlay.Side
-	6,   // 88: skiprange.overlay.NixTurn.chain:type_name -> skiprange.overlay.NodeRef
-	6,   // 89: skiprange.overlay.SplitPlan.absorber:type_name -> skiprange.overlay.NodeRef
-	6,   // 90: skiprange.overlay.RemoteLock.end:type_name -> skiprange.overlay.NodeRef
-	6,   // 91: skiprange.overlay.RemoteLock.migrants:type_name -> skiprange.overlay.NodeRef
-	6,   // 92: skiprange.overlay.RemoteLock.m:type_name -> skiprange.overlay.NodeRef
-	40,  // 93: skiprange.overlay.RemoteLock.splits:type_name -> skiprange.overlay.SplitPlan
-	6,   // 94: skiprange.overlay.RemoteReply.m:type_name -> skiprange.overlay.NodeRef
-	6,   // 95: skiprange.overlay.RemoteReply.migrants:type_name -> skiprange.overlay.NodeRef
-	40,  // 96: skiprange.overlay.RemoteReply.splits:type_name -> skiprange.overlay.SplitPlan
-	6,   // 97: skiprange.overlay.MigOrder.target:type_name -> skiprange.overlay.NodeRef
-	6,   // 98: skiprange.overlay.MigOrder.absorber:type_name -> skiprange.overlay.NodeRef
-	3,   // 99: skiprange.overlay.WaveDone.dir:type_name -> skiprange.overlay.Side
-	6,   // 100: skiprange.overlay.ProbeReply.next:type_name -> skiprange.overlay.NodeRef
-	6,   // 101: skiprange.overlay.IBOffer.heavy:type_name -> skiprange.overlay.NodeRef
-	5,   // 102: skiprange.overlay.IBOffer.step:type_name -> skiprange.overlay.IBStep
-	6,   // 103: skiprange.overlay.LevelLinks.pred:type_name -> skiprange.overlay.NodeRef
-	6,   // 104: skiprange.overlay.LevelLinks.succ:type_name -> skiprange.overlay.NodeRef
-	6,   // 105: skiprange.overlay.NodeSnapshot.self:type_name -> skiprange.overlay.NodeRef
-	50,  // 106: skiprange.overlay.NodeSnapshot.levels:type_name -> skiprange.overlay.LevelLinks
-	6,   // 107: skiprange.overlay.NodeSnapshot.successors:type_name -> skiprange.overlay.NodeRef
-	10,  // 108: skiprange.overlay.NodeSnapshot.lost:type_name -> skiprange.overlay.KeyRange
-	20,  // 109: skiprange.overlay.NodeSnapshot.tombstones:type_name -> skiprange.overlay.Tombstone
-	10,  // 110: skiprange.overlay.NodeSnapshot.copies_out:type_name -> skiprange.overlay.KeyRange
-	52,  // 111: skiprange.overlay.NodeSnapshot.settled:type_name -> skiprange.overlay.SettledHandoff
-	20,  // 112: skiprange.overlay.NodeSnapshot.recent_deletes:type_name -> skiprange.overlay.Tombstone
-	113, // [113:113] is the sub-list for method output_type
-	113, // [113:113] is the sub-list for method input_type
-	113, // [113:113] is the sub-list for extension type_name
-	113, // [113:113] is the sub-list for extension extendee
-	0,   // [0:113] is the sub-list for field type_name
+	38,  // 84: skiprange.overlay.Balance.lock_free:type_name -> skiprange.overlay.LockFree
+	3,   // 85: skiprange.overlay.LockRequest.dir:type_name -> skiprange.overlay.Side
+	6,   // 86: skiprange.overlay.LockRequest.chain:type_name -> skiprange.overlay.NodeRef
+	3,   // 87: skiprange.overlay.Release.dir:type_name -> skiprange.overlay.Side
+	3,   // 88: skiprange.overlay.NixTurn.dir:type_name -> skiprange.overlay.Side
+	6,   // 89: skiprange.overlay.NixTurn.chain:type_name -> skiprange.overlay.NodeRef
+	6,   // 90: skiprange.overlay.SplitPlan.absorber:type_name -> skiprange.overlay.NodeRef
+	6,   // 91: skiprange.overlay.RemoteLock.end:type_name -> skiprange.overlay.NodeRef
+	6,   // 92: skiprange.overlay.RemoteLock.migrants:type_name -> skiprange.overlay.NodeRef
+	6,   // 93: skiprange.overlay.RemoteLock.m:type_name -> skiprange.overlay.NodeRef
+	41,  // 94: skiprange.overlay.RemoteLock.splits:type_name -> skiprange.overlay.SplitPlan
+	6,   // 95: skiprange.overlay.RemoteReply.m:type_name -> skiprange.overlay.NodeRef
+	6,   // 96: skiprange.overlay.RemoteReply.migrants:type_name -> skiprange.overlay.NodeRef
+	41,  // 97: skiprange.overlay.RemoteReply.splits:type_name -> skiprange.overlay.SplitPlan
+	6,   // 98: skiprange.overlay.MigOrder.target:type_name -> skiprange.overlay.NodeRef
+	6,   // 99: skiprange.overlay.MigOrder.absorber:type_name -> skiprange.overlay.NodeRef
+	3,   // 100: skiprange.overlay.WaveDone.dir:type_name -> skiprange.overlay.Side
+	6,   // 101: skiprange.overlay.ProbeReply.next:type_name -> skiprange.overlay.NodeRef
+	6,   // 102: skiprange.overlay.IBOffer.heavy:type_name -> skiprange.overlay.NodeRef
+	5,   // 103: skiprange.overlay.IBOffer.step:type_name -> skiprange.overlay.IBStep
+	6,   // 104: skiprange.overlay.LevelLinks.pred:type_name -> skiprange.overlay.NodeRef
+	6,   // 105: skiprange.overlay.LevelLinks.succ:type_name -> skiprange.overlay.NodeRef
+	6,   // 106: skiprange.overlay.NodeSnapshot.self:type_name -> skiprange.overlay.NodeRef
+	51,  // 107: skiprange.overlay.NodeSnapshot.levels:type_name -> skiprange.overlay.LevelLinks
+	6,   // 108: skiprange.overlay.NodeSnapshot.successors:type_name -> skiprange.overlay.NodeRef
+	10,  // 109: skiprange.overlay.NodeSnapshot.lost:type_name -> skiprange.overlay.KeyRange
+	20,  // 110: skiprange.overlay.NodeSnapshot.tombstones:type_name -> skiprange.overlay.Tombstone
+	10,  // 111: skiprange.overlay.NodeSnapshot.copies_out:type_name -> skiprange.overlay.KeyRange
+	53,  // 112: skiprange.overlay.NodeSnapshot.settled:type_name -> skiprange.overlay.SettledHandoff
+	20,  // 113: skiprange.overlay.NodeSnapshot.recent_deletes:type_name -> skiprange.overlay.Tombstone
+	114, // [114:114] is the sub-list for method output_type
+	114, // [114:114] is the sub-list for method input_type
+	114, // [114:114] is the sub-list for extension type_name
+	114, // [114:114] is the sub-list for extension extendee
+	0,   // [0:114] is the sub-list for field type_name
 }
 
 func init() { file_overlay_pb_overlay_proto_init() }
@@ -5370,6 +5430,7 @@ func file_overlay_pb_overlay_proto_init() {
 		(*Balance_IbOffer)(nil),
 		(*Balance_IbNix)(nil),
 		(*Balance_Ack)(nil),
+		(*Balance_LockFree)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -5377,7 +5438,7 @@ func file_overlay_pb_overlay_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_overlay_pb_overlay_proto_rawDesc), len(file_overlay_pb_overlay_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   47,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

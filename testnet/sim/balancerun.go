@@ -133,6 +133,9 @@ type BalanceResult struct {
 	// WavesOutOfReach: waves that ended having reserved all their ttl allowed, their last node
 	// still over keep (nixmig's waveTTL: the next wave that way reaches further).
 	WavesOutOfReach int `json:"waves_out_of_reach"`
+	// LockFrees: initiators told by a neighbour that had refused their wave as busy that it went
+	// free, ending their back-off (nixmig's wakeRefused).
+	LockFrees int `json:"lock_frees"`
 	// LeasesExpired: balancing locks that ran out before their wave released them (nixmig's
 	// lease timer and idle check).
 	LeasesExpired int `json:"leases_expired"`
@@ -648,6 +651,7 @@ func RunBalance(p BalanceParams, progress Progress) (*BalanceResult, error) {
 		res.WavesFailed += st.WavesFailed
 		res.SettlingWaves += st.SettlingWaves
 		res.WavesOutOfReach += st.WavesOutOfReach
+		res.LockFrees += st.LockFrees
 		res.LeasesExpired += st.LeasesExpired
 		res.Numbered += st.Numbered
 		res.Resent += st.Resent
