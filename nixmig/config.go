@@ -148,7 +148,8 @@ type Config struct {
 	FaithfulChain bool
 	// FaithfulBackoff: a side's back-off after failed waves runs its time out (SPEC §6.5).
 	// Ours: it ends, its failures forgotten, once the neighbour that way is no longer the one
-	// the failed waves met (Balancer.backedOff).
+	// the failed waves met (Balancer.backedOff), or once the neighbour that refused the last of
+	// them says it is free (Balancer.wakeRefused).
 	FaithfulBackoff bool
 	// IBInterval and IBEpsilon: Item Balancing's probe period and lightness ratio. IBInterval is
 	// also how long the threshold algorithm waits before sampling again at a level where its

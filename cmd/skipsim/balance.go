@@ -540,7 +540,8 @@ func printBalance(w io.Writer, doc balanceDoc, p sim.BalanceParams) {
 	}
 	fmt.Fprintf(t, "MIG:NIX\t%d:%d = %.2f (%d split leaves)\n", r.MIG, r.NIX, r.MigNix, r.SplitLeaves)
 	fmt.Fprintf(t, "remote search\t%d probes, %d UNL hits, %d of %d remote tries accepted\n", r.Probes, r.UNLHits, r.RemoteOK, r.RemoteTries)
-	fmt.Fprintf(t, "waves\t%d started (%d settling), %d ok (%d out of reach), %d failed\n", r.WavesStarted, r.SettlingWaves, r.WavesOK, r.WavesOutOfReach, r.WavesFailed)
+	fmt.Fprintf(t, "waves\t%d started (%d settling), %d ok (%d out of reach), %d failed; %d times a neighbour that refused one told its initiator it went free\n",
+		r.WavesStarted, r.SettlingWaves, r.WavesOK, r.WavesOutOfReach, r.WavesFailed, r.LockFrees)
 	if r.Numbered > 0 {
 		fmt.Fprintf(t, "acknowledged messages\t%d balancing messages numbered after a loss was seen, %d of them sent again\n", r.Numbered, r.Resent)
 	}
