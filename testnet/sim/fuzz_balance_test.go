@@ -28,6 +28,7 @@ func FuzzBalanceMessage(f *testing.F) {
 		{Wave: 1, Op: &pb.Balance_Lock{Lock: &pb.LockRequest{Dir: pb.Side_SIDE_SUCC, Chain: []*pb.NodeRef{ref("n00000")}, TmpLoad: 200, Moved: 90, Ttl: 63}}},
 		{Wave: 1, Op: &pb.Balance_LockRefused{LockRefused: &pb.LockRefused{Overloaded: true}}},
 		{Wave: 1, Op: &pb.Balance_Release{Release: &pb.Release{Abort: true}}},
+		{Wave: 1, Op: &pb.Balance_LockFree{LockFree: &pb.LockFree{}}},
 		{Wave: 1, Op: &pb.Balance_NixTurn{NixTurn: &pb.NixTurn{Index: 1, Chain: []*pb.NodeRef{ref("n00000"), ref("n00001")}}}},
 		{Wave: 1, Op: &pb.Balance_RemoteLock{RemoteLock: &pb.RemoteLock{End: ref("n00000"), Want: 3}}},
 		{Wave: 1, Op: &pb.Balance_RemoteLock{RemoteLock: &pb.RemoteLock{End: ref("n00000"), Want: 3, M: ref("n00002"), Migrants: []*pb.NodeRef{ref("n00003")}, Absorb: true, AccLoad: 80, MThres: 57}}},
