@@ -1020,7 +1020,7 @@ func (n *Node) forgetNamed(gone func(overlay.Peer) bool) {
 // rangeLost records lost, a dead node's range (or part of it) taken over without its items
 // (items of them, as far as known).
 func (n *Node) rangeLost(lost overlay.Range, dead overlay.NodeID, items int) {
-	n.lost.add(lost, n.env.Now())
+	n.markTakenLost(lost)
 	n.debug("successor failed", func() []zap.Field {
 		return []zap.Field{zap.String("dead", string(dead)), zap.String("new_succ", string(n.levels[0].succ.ID)), zap.Stringer("taken", lost)}
 	})
@@ -2071,7 +2071,7 @@ func (n *Node) endMovedUpByWord(oldEnd overlay.Key) {
 		return
 	}
 	part := overlay.Range{Start: oldEnd, End: end}
-	n.lost.add(part, n.env.Now())
+	n.markTakenLost(part)
 	n.debug("end moved up by a neighbour's word; the part marked lost until its copies are whole", func() []zap.Field {
 		return []zap.Field{zap.Stringer("part", part)}
 	})

@@ -360,7 +360,7 @@ func (n *Node) joined(x *inXfer) {
 			n.updateNeighbor(succ.ID, 0, pb.Side_SIDE_PRED, n.self, expect, cause)
 		}
 		if lost := (overlay.Range{Start: x.piece.End, End: n.end()}); !formerSelf.IsZero() && lost.Start != lost.End {
-			n.lost.add(lost, n.env.Now())
+			n.markTakenLost(lost)
 			n.Stats.RangesLost++
 			n.env.Report(overlay.Event{Kind: overlay.EventRangeLost, Peer: n.self.ID, Range: lost,
 				Detail: "this node's former incarnation crashed; its range came back without its items"})

@@ -263,6 +263,24 @@ func (n *Node) forgetLost(r overlay.Range) {
 	n.tombs.dropIf(func(k overlay.Key, _ tombstone) bool { return r.Contains(k) })
 }
 
+// markTakenLost records part, just taken over without its items, as lost from now. A tombstone
+// this node holds there is older than the take-over: the part was another node's in between, and
+// the key may have been written again there, unseen here. Left to answer reads, it made a read of
+// an acknowledged value answer "not found" rather than LOST. It keeps older copies out as a
+// recent delete instead (stamp.go), which answers no read.
+func (n *Node) markTakenLost(part overlay.Range) {
+	n.lost.add(part, n.env.Now())
+	n.tombs.dropIf(func(k overlay.Key, d tombstone) bool {
+		if !part.Contains(k) {
+			return false
+		}
+		if held, ok := n.recentDeletes.get(k); !ok || held.written < d.written {
+			n.recentDeletes.set(k, d)
+		}
+		return true
+	})
+}
+
 // expireTombstones drops the tombstones older than TombstoneTTL, and the recent deletes older
 // than recentDeleteFor; the tick runs it.
 func (n *Node) expireTombstones() {
