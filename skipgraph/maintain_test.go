@@ -252,6 +252,41 @@ func TestRefusedPredUpdatePointsToCloserPred(t *testing.T) {
 	nw.checkRing()
 }
 
+// TestPredInsideAnIncomingPieceRefused: b hands c the upper part of its range by a NIX, c has
+// acknowledged it, and before the commit a node back from a pause, starting inside that piece,
+// names itself c's predecessor (it took a migrated node's range over while it waited). Taken at
+// its word, the committed piece could not become c's range: its items went out as copies, and
+// the giver took the gap over as lost (skipsim balance --nodes 50 --pause 0.1 --pause-for 120s
+// --clients 50 --seed 414). c keeps b until the piece commits, and takes the whole piece.
+func TestPredInsideAnIncomingPieceRefused(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) …
+	b, c := nw.nodes["b"], nw.nodes["c"]
+	want := initialValues()
+	holdCommit := true
+	nw.drop = func(s sentMsg) bool { return holdCommit && s.m.GetHandoffCommit() != nil }
+	var done nixDone
+	if err := b.GiveNIX(true, k(1500), pb.Cause_CAUSE_BALANCE, done.fn()); err != nil {
+		t.Fatal(err)
+	}
+	nw.run()
+	if c.in == nil || !c.in.acked {
+		t.Fatal("c has not acknowledged b's piece: the test tests nothing")
+	}
+	returning := nw.nodes["e"].Self().WithStart(k(1700), 1)
+	returning.ID = "x"
+	c.onNeighborUpdate(returning, &pb.NeighborUpdate{Level: 0, Side: pb.Side_SIDE_PRED, Node: returning.ToPB(), Expect: []byte("gone"), AfterFailure: true})
+	if p, _ := c.Neighbors(0); p.ID != b.ID() {
+		t.Fatalf("c took %s as its predecessor while b's piece was on its way", p.ID)
+	}
+	holdCommit = false
+	nw.advance(time.Minute)
+	if !done.ok || c.Range() != (overlay.Range{Start: k(1500), End: k(3000)}) {
+		t.Fatalf("NIX done %+v, c owns %s: want [1500, 3000)", done, c.Range())
+	}
+	nw.checkRing()
+	nw.checkAllValues(t, want)
+}
+
 // TestStrangerSuccessorCheckedBeforeTakeOver checks the rest of the back-to-back migrations
 // race: a still links to c by a stale word (its range ends where b, which it never learned,
 // starts), and c migrates away — its range goes to b — and comes back elsewhere as a new
