@@ -309,6 +309,7 @@ func (n *Node) pushCopies(items []overlay.Item, keepExisting bool, copiesOf uint
 				n.env.Logger().Warn(why+": items held here not delivered; copies kept",
 					zap.Int("items", len(batch)), zap.String("error", r.Err))
 				n.strays = true
+				n.keepStrayDeletes(batch)
 				return
 			}
 			for _, it := range batch {
@@ -343,9 +344,27 @@ func (n *Node) pushStrays() {
 	if r.Start == r.End {
 		return // the whole circle is this node's
 	}
-	if items := n.writeOutCopies(overlay.Range{Start: r.End, End: r.Start}, "", handoffCopies{}, "stray copies"); items > 0 {
+	items := n.writeOutCopies(overlay.Range{Start: r.End, End: r.Start}, "", handoffCopies{}, "stray copies")
+	dels := n.strayDeletes
+	n.strayDeletes = nil
+	if items += n.pushDeletes(dels, r.End, "", "stray deletes"); items > 0 {
 		n.env.Report(overlay.Event{Kind: overlay.EventConflict, Items: items,
 			Detail: fmt.Sprintf("%d copies held outside the range after a failed write to their owners; written again", items)})
+	}
+}
+
+// keepStrayDeletes keeps the deletes of batch, a write of copies that was not delivered, to be
+// written again with the stray copies (strayDeletes), as copies that stand only where newer
+// than what their owners hold. At most MaxTombstones are kept, the latest.
+func (n *Node) keepStrayDeletes(batch []overlay.Item) {
+	for _, it := range batch {
+		if it.Deleted {
+			n.strayDeletes = append(n.strayDeletes, it)
+		}
+	}
+	if over := len(n.strayDeletes) - n.cfg.MaxTombstones; over > 0 {
+		n.Stats.TombstonesEvicted += over
+		n.strayDeletes = slices.Delete(n.strayDeletes, 0, over)
 	}
 }
 

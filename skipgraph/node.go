@@ -107,6 +107,11 @@ type Node struct {
 	// be held here, the only copies perhaps, and no read or handoff would ever find them. The
 	// tick writes them out again (pushStrays).
 	strays bool
+	// strayDeletes are the deletes of such writes that were not delivered: unlike an item, a
+	// delete leaves nothing in the store to be found outside the range and written again, and
+	// the sender's tombstone of it went with the write (a re-admission's, forgetLost). Lost, a
+	// value older than the delete came back from the copies of a node that had stood still.
+	strayDeletes []overlay.Item
 
 	join     joinState
 	leave    leaveState
