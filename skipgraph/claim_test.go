@@ -190,6 +190,38 @@ func TestStrayCopiesWrittenAgain(t *testing.T) {
 	nw.checkRing()
 }
 
+// TestStraysRoutedToANodeJoiningAgainAnsweredAtOnce: c gives its place up to join again, and b,
+// still linked to it, writes stray copies of keys in c's former range: routed through c, which
+// owns nothing now, they are answered at once (a client's request, or a re-admission's write, is
+// dropped there and waits for the repair), and b writes them again at a later tick. Unanswered, b
+// waited out the attempt's time-out while older copies of those keys were read at their new
+// owner (skipsim balance --nodes 50 --pause 0.2 --pause-for 60s --clients 50 --seed 260: 85 s).
+func TestStraysRoutedToANodeJoiningAgainAnsweredAtOnce(t *testing.T) {
+	nw := fourNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,"")
+	b, c := nw.nodes["b"], nw.nodes["c"]
+	nw.pause("d") // c's join goes nowhere for now: it stays outside the ring
+	c.joinAgain([]overlay.NodeID{"d"}, "test")
+	copies := []overlay.Item{{Key: k(2400), Value: []byte("b's copy"), Written: b.newStamp(0)}}
+	_ = b.Store().Put(copies[0])
+	b.pushCopies(copies, true, 0, "", nil, "test", nil)
+	nw.run()
+	if !b.strays {
+		t.Fatal("b's copies, routed through c joining again, are not answered at once: b does not know to write them again")
+	}
+	nw.resume("d")
+	nw.advance(5 * time.Minute)
+	nw.checkRing()
+	for _, n := range nw.live() {
+		if n.Responsible(k(2400)) {
+			if got := value(t, n, 2400); got != "b's copy" {
+				t.Fatalf("2400 at its owner %s: %q, want b's copy", n.ID(), got)
+			}
+			return
+		}
+	}
+	t.Fatal("nobody owns 2400")
+}
+
 // TestHandoffKeepsLaterCopiesHeld: b holds copies of keys in c's range — strays, as the other
 // side of a cut leaves behind — when c hands [2000, 2600) to b by a NIX. Of two copies of a key
 // the later written stands (stamp.go), in a handoff as anywhere: b's 2500, written after c's,
