@@ -203,8 +203,14 @@ func (n *Node) readmit(x overlay.Peer, ours bool, xWrittenBefore time.Time, why 
 	if old := n.levels[0].succ; old.ID != n.self.ID {
 		// x gets everything up to this node's successor as it is now; its own view of that
 		// successor may be older (a restored snapshot), with a lower start, which would leave
-		// the keys in between to nobody. Tell it.
-		n.failureUpdate(x.ID, 0, pb.Side_SIDE_SUCC, old, old.ID)
+		// the keys in between to nobody. Tell it, and that this node re-admitted it: x, waiting,
+		// then waits for this node's word on the batches below whoever vouches for it, even
+		// where they are all lost. It learnt of its re-admitter only from a batch once, and
+		// with the one batch of its piece lost, the node before it — re-admitted a moment
+		// later by the same holder, and no longer waiting — vouched for it before the retry
+		// came; it served a value older than an acknowledged write (skipsim balance --nodes
+		// 50 ... --pause 0.1 --pause-for 120s --loss 0.02 --clients 50 --seed 302).
+		n.sendFailureUpdate(x.ID, &pb.NeighborUpdate{Side: pb.Side_SIDE_SUCC, Node: old.ToPB(), Expect: []byte(old.ID), Readmission: true})
 	}
 	n.linkSuccessor(x)
 	n.maintain.former = nil // not alone any more

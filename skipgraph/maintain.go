@@ -690,9 +690,13 @@ func (n *Node) updateNeighbor(to overlay.NodeID, l int, side pb.Side, node overl
 // the links a scan's answer completes, do not: urgency spread by them from node to node was most
 // of the re-scans during a mass join.
 func (n *Node) failureUpdate(to overlay.NodeID, l int, side pb.Side, node overlay.Peer, expect overlay.NodeID) {
-	n.send(to, &pb.Envelope{Body: &pb.Envelope_NeighborUpdate{NeighborUpdate: &pb.NeighborUpdate{
-		Level: uint32(l), Side: side, Node: node.ToPB(), Expect: []byte(expect), AfterFailure: true,
-	}}}, pb.Cause_CAUSE_REPAIR)
+	n.sendFailureUpdate(to, &pb.NeighborUpdate{Level: uint32(l), Side: side, Node: node.ToPB(), Expect: []byte(expect)})
+}
+
+// sendFailureUpdate sends u to node to as a failure update (failureUpdate).
+func (n *Node) sendFailureUpdate(to overlay.NodeID, u *pb.NeighborUpdate) {
+	u.AfterFailure = true
+	n.send(to, &pb.Envelope{Body: &pb.Envelope_NeighborUpdate{NeighborUpdate: u}}, pb.Cause_CAUSE_REPAIR)
 }
 
 func (n *Node) onPingTimeout(seq uint64) {
@@ -1948,6 +1952,11 @@ func (n *Node) onNeighborUpdate(from overlay.Peer, u *pb.NeighborUpdate) {
 	}
 	if u.AfterFailure {
 		n.urgent(urgentFor)
+	}
+	if u.Readmission && n.unconfirmed() {
+		// The sender re-admitted this node and its batches follow: its word on them is waited
+		// for, whoever vouches, even where every batch is lost on the way.
+		n.readmittedBy(from)
 	}
 	l := int(u.Level)
 	node := overlay.PeerFromPB(u.Node)

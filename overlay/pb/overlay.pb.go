@@ -2150,6 +2150,9 @@ func (x *CopiesWhole) GetOrigin() *NodeRef {
 // the current neighbour on that side (stabilization). after_failure marks an update made because a
 // node failed (a relink around it, a take-over) or was wrongly taken for failed: other links of the
 // receiver may point at the failed node too, so it re-scans its levels at once for a while.
+// readmission marks the update a node that re-admitted the receiver sends it before its
+// re-admission batches: a receiver waiting for its neighbours' word waits for the sender's too,
+// even where every batch is lost on the way.
 type NeighborUpdate struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Level         uint32                 `protobuf:"varint,1,opt,name=level,proto3" json:"level,omitempty"`
@@ -2157,6 +2160,7 @@ type NeighborUpdate struct {
 	Node          *NodeRef               `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
 	Expect        []byte                 `protobuf:"bytes,4,opt,name=expect,proto3" json:"expect,omitempty"`
 	AfterFailure  bool                   `protobuf:"varint,5,opt,name=after_failure,json=afterFailure,proto3" json:"after_failure,omitempty"`
+	Readmission   bool                   `protobuf:"varint,6,opt,name=readmission,proto3" json:"readmission,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2222,6 +2226,13 @@ func (x *NeighborUpdate) GetExpect() []byte {
 func (x *NeighborUpdate) GetAfterFailure() bool {
 	if x != nil {
 		return x.AfterFailure
+	}
+	return false
+}
+
+func (x *NeighborUpdate) GetReadmission() bool {
+	if x != nil {
+		return x.Readmission
 	}
 	return false
 }
@@ -4938,13 +4949,14 @@ const file_overlay_pb_overlay_proto_rawDesc = "" +
 	"\x05holes\x18\x02 \x03(\v2\x1b.skiprange.overlay.KeyRangeR\x05holes\x12\x12\n" +
 	"\x04hops\x18\x03 \x01(\rR\x04hops\x12.\n" +
 	"\x05route\x18\x04 \x01(\v2\x18.skiprange.overlay.RouteR\x05route\x122\n" +
-	"\x06origin\x18\x05 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x06origin\"\xc0\x01\n" +
+	"\x06origin\x18\x05 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x06origin\"\xe2\x01\n" +
 	"\x0eNeighborUpdate\x12\x14\n" +
 	"\x05level\x18\x01 \x01(\rR\x05level\x12+\n" +
 	"\x04side\x18\x02 \x01(\x0e2\x17.skiprange.overlay.SideR\x04side\x12.\n" +
 	"\x04node\x18\x03 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x04node\x12\x16\n" +
 	"\x06expect\x18\x04 \x01(\fR\x06expect\x12#\n" +
-	"\rafter_failure\x18\x05 \x01(\bR\fafterFailure\"\xac\x01\n" +
+	"\rafter_failure\x18\x05 \x01(\bR\fafterFailure\x12 \n" +
+	"\vreadmission\x18\x06 \x01(\bR\vreadmission\"\xac\x01\n" +
 	"\tLevelScan\x122\n" +
 	"\x06origin\x18\x01 \x01(\v2\x1a.skiprange.overlay.NodeRefR\x06origin\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\rR\x05level\x12+\n" +
