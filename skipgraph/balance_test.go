@@ -1874,6 +1874,45 @@ func TestPartTakenOverDuringALeaveWrittenOut(t *testing.T) {
 	}
 }
 
+// TestPartTakenOverDuringALeaveWrittenOutPromptly: as above, with b's requests waiting two
+// minutes an attempt (skipsim's setting). The write-out goes through a, which routes it into c,
+// dead, until it takes c's range over itself: each attempt of a batch of copies sent through a
+// node is short, so the value reaches a seconds after that, not two minutes. Meanwhile a
+// paused node back in c's place was re-admitted without it and served its older value
+// (skipsim balance --nodes 50 ... --pause 0.1 --pause-for 120s --loss 0.05 --seed 44).
+func TestPartTakenOverDuringALeaveWrittenOutPromptly(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	a, b := nw.nodes["a"], nw.nodes["b"]
+	b.cfg.RequestTimeout = 2 * time.Minute
+	slow := true
+	nw.drop = func(s sentMsg) bool { return slow && s.from == "a" && s.to == "b" && s.m.GetHandoffAck() != nil }
+	if err := b.Leave(); err != nil {
+		t.Fatal(err)
+	}
+	nw.run()
+	nw.crash("c")
+	for i := 0; b.Range().End != k(3000); i++ {
+		if i == 25 {
+			t.Fatalf("b did not take c's range over while its leave was under way (b owns %s)", b.Range())
+		}
+		nw.advance(time.Second)
+	}
+	b.Put(k(2500), []byte("written meanwhile"))
+	nw.run()
+	slow = false
+	for i := 0; ; i++ {
+		if a.Responsible(k(2500)) {
+			if it, ok, _ := a.Store().Get(k(2500)); ok && string(it.Value) == "written meanwhile" {
+				break
+			}
+		}
+		if i == 60 {
+			t.Fatalf("a a minute after b's leave: owns %s, 2500 not there; b left: %v", a.Range(), b.State() == StateLeft)
+		}
+		nw.advance(time.Second)
+	}
+}
+
 // TestDeleteInAPartTakenOverDuringALeaveWrittenOut: as above, and 2600 deleted at b in the part
 // it took over. The delete goes out with the items: when an older copy of 2600 reaches the new
 // owner later (a re-admission's), it does not stand. Left behind with b, the delete was undone

@@ -403,30 +403,39 @@ func (n *Node) onRequestTimeout(id uint64) {
 // says which part of its range it accounts for (covers).
 func (r *request) readmission() bool { return r.covers != nil }
 
-// attemptTimeout is how long one attempt of req waits for its answer. A re-admission's batch
-// (one that says what part of the piece it covers) goes straight to the node re-admitted,
-// which may be confirmed by the next pong that names it a successor, its copies taken for
-// delivered: lost on the way, a batch waited a whole RequestTimeout for its next attempt while
-// the node served its older values (skipsim balance --pause 0.1 --pause-for 120s --loss 0.02
-// --clients 50). Its attempts are short, and as many more as fit in the same time.
+// attemptTimeout is how long one attempt of req waits for its answer. A batch of copies sent
+// through a node (via) — a re-admission's, straight to the node re-admitted; a leaver's part
+// taken over meanwhile, through its receiver; a range shrunk to a live node, through that node
+// — is a hop or two from the owner it is for, and carries the only copies of writes someone
+// acknowledged: its attempts are short, and as many more as fit in the same time. A
+// re-admission's batch lost on the way waited a whole RequestTimeout for its next attempt while
+// the node it was for, confirmed by the next pong that named it a successor, served its older
+// values (skipsim balance --pause 0.1 --pause-for 120s --loss 0.02 --clients 50). A leaver's
+// write-out went through its receiver before the receiver had found the dead successor whose
+// range it was for, into that node, paused; the next attempt came two minutes later, after the
+// node was back, re-admitted without the value and serving its older one (skipsim balance
+// --nodes 50 ... --pause 0.1 --pause-for 120s --loss 0.05 --seed 44).
 func (n *Node) attemptTimeout(req *request) time.Duration {
-	if req.readmission() {
-		return readmitAttemptProbes * n.cfg.ProbeTimeout
+	if req.sentThrough() {
+		return viaAttemptProbes * n.cfg.ProbeTimeout
 	}
 	return n.cfg.RequestTimeout
 }
 
 // attempts is how many attempts req makes (attemptTimeout).
 func (n *Node) attempts(req *request) int {
-	if req.readmission() {
+	if req.sentThrough() {
 		return max(n.cfg.RequestAttempts, int(time.Duration(n.cfg.RequestAttempts)*n.cfg.RequestTimeout/n.attemptTimeout(req)))
 	}
 	return n.cfg.RequestAttempts
 }
 
-// readmitAttemptProbes is an attempt of a re-admission's batch, in probe time-outs: a round trip
-// to a neighbour and the store of a batch take far less.
-const readmitAttemptProbes = 2
+// sentThrough reports whether req is a batch of copies sent through a node (attemptTimeout).
+func (r *request) sentThrough() bool { return r.copies && r.via != "" }
+
+// viaAttemptProbes is an attempt of a batch of copies sent through a node, in probe time-outs:
+// a round trip to a neighbour and the store of a batch take far less.
+const viaAttemptProbes = 2
 
 // finish completes a pending request with r, once.
 func (n *Node) finish(r overlay.Result) {
