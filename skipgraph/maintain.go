@@ -641,6 +641,13 @@ func (n *Node) isSucc(p overlay.Peer) bool {
 	return s.ID == p.ID && s.Incarnation == p.Incarnation
 }
 
+// isPred reports whether p is this node's level-0 predecessor: the same node, and the same
+// incarnation of it.
+func (n *Node) isPred(p overlay.Peer) bool {
+	s := n.levels[0].pred
+	return s.ID == p.ID && s.Incarnation == p.Incarnation
+}
+
 // checkIntruder pings x, the predecessor that the node above (this node's successor, or a node
 // past its range's end) names, if x starts strictly between this node's start and above's: a
 // node inside what this node takes for its range — one it wrongly declared dead, or one that

@@ -962,6 +962,30 @@ func TestReadmittedNodeWaitsForItsReadmitterWithEveryBatchLost(t *testing.T) {
 	}
 }
 
+// TestNewIncarnationOfANeighbourDoesNotVouch: c waits; b vouches for it, and so does d's next
+// incarnation — d migrated, and a word meant for its former place linked it to c there — but
+// only the incarnation c links to confirms it. Confirmed by the other, a node back from a pause
+// kept a range over the live node holding it and acknowledged a delete there (skipsim balance
+// --nodes 50 ... --pause 0.1 --pause-for 120s --loss 0.05 --seed 61).
+func TestNewIncarnationOfANeighbourDoesNotVouch(t *testing.T) {
+	nw := fiveNodes(t) // a [0,1000) b [1000,2000) c [2000,3000) d [3000,4000) e [4000,"")
+	a, b, c, d, e := nw.nodes["a"], nw.nodes["b"], nw.nodes["c"], nw.nodes["d"], nw.nodes["e"]
+	c.startWait()
+	answer(c, b, 0, &pb.Pong{Pred: a.Self().ToPB(), Succ: c.Self().ToPB()})
+	moved := d.Self()
+	moved.Incarnation++
+	p := &pb.Pong{Pred: c.Self().ToPB(), Succ: e.Self().ToPB(), Level: 0}
+	p.Seq = c.ping(moved, 0, false)
+	c.onPong(moved, p)
+	if !c.unconfirmed() {
+		t.Fatal("c was confirmed by an answer of another incarnation of its successor")
+	}
+	answer(c, d, 0, &pb.Pong{Pred: c.Self().ToPB(), Succ: e.Self().ToPB()})
+	if c.unconfirmed() {
+		t.Fatal("c still waits though both neighbours it links to vouched")
+	}
+}
+
 // vouchForC has c's level-0 neighbours in fiveNodes, b and d, answer its pings naming it their
 // successor and predecessor; waiting says whether they wait for their own neighbours' word.
 func vouchForC(nw *testNet, waiting bool) {
