@@ -274,9 +274,15 @@ func TestPredInsideAnIncomingPieceRefused(t *testing.T) {
 	}
 	returning := nw.nodes["e"].Self().WithStart(k(1700), 1)
 	returning.ID = "x"
-	c.onNeighborUpdate(returning, &pb.NeighborUpdate{Level: 0, Side: pb.Side_SIDE_PRED, Node: returning.ToPB(), Expect: []byte("gone"), AfterFailure: true})
-	if p, _ := c.Neighbors(0); p.ID != b.ID() {
-		t.Fatalf("c took %s as its predecessor while b's piece was on its way", p.ID)
+	for _, u := range []*pb.NeighborUpdate{
+		{Level: 0, Side: pb.Side_SIDE_PRED, Node: returning.ToPB(), Expect: []byte("gone"), AfterFailure: true},
+		// Stabilization from the returning node, naming b as the predecessor it replaces.
+		{Level: 0, Side: pb.Side_SIDE_PRED, Node: returning.ToPB(), Expect: []byte(b.ID())},
+	} {
+		c.onNeighborUpdate(returning, u)
+		if p, _ := c.Neighbors(0); p.ID != b.ID() {
+			t.Fatalf("c took %s as its predecessor while b's piece was on its way (update expecting %q)", p.ID, u.Expect)
+		}
 	}
 	holdCommit = false
 	nw.advance(time.Minute)
